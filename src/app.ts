@@ -1,0 +1,129 @@
+import { randomUUID } from 'node:crypto'
+import rateLimit from '@fastify/rate-limit'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { Ajv, type Options as AjvOptions } from 'ajv'
+import addFormats from 'ajv-formats'
+import Fastify, { LogController, type FastifyServerOptions } from 'fastify'
+import type { Config } from './config.ts'
+import { isReachable, type DatabaseHandle } from './db/database.ts'
+import { errorHandler, notFoundHandler } from './http/error-handler.ts'
+import { registerMetrics } from './http/metrics.ts'
+import { REQUEST_ID_HEADER, registerOpenApi } from './http/openapi.ts'
+import type { App } from './http/types.ts'
+import type { SandboxSecrets } from './lib/data-dir.ts'
+import { authRoutes } from './modules/auth/auth.routes.ts'
+import { AuthService } from './modules/auth/auth.service.ts'
+import { ClientsService } from './modules/auth/clients.service.ts'
+import { SCOPES } from './modules/auth/scopes.ts'
+import { TokenSigner } from './modules/auth/tokens.ts'
+import { healthRoutes } from './modules/health/health.routes.ts'
+import { usersRoutes } from './modules/users/users.routes.ts'
+import { UsersService } from './modules/users/users.service.ts'
+
+export const API_VERSION = '0.1.0'
+
+export interface AppDeps {
+  config: Config
+  database: DatabaseHandle
+  secrets: SandboxSecrets
+  logger?: FastifyServerOptions['logger']
+  /** Runs after the database is closed, when the app closes. */
+  onClose?: () => void | Promise<void>
+}
+
+export interface Services {
+  clients: ClientsService
+  auth: AuthService
+  users: UsersService
+}
+
+function createAjv(options: AjvOptions): Ajv {
+  const ajv = new Ajv({ allErrors: true, removeAdditional: false, useDefaults: true, strict: false, ...options })
+  addFormats.default(ajv)
+  return ajv
+}
+
+/** Logs are JSON, carry the request id, and never contain credentials. */
+export function loggerOptions(level: Config['logLevel']): FastifyServerOptions['logger'] {
+  return {
+    level,
+    redact: {
+      paths: ['req.headers.authorization', 'req.headers.cookie', '*.client_secret', '*.clientSecret', '*.access_token', '*.password'],
+      censor: '[redacted]',
+    },
+  }
+}
+
+/** Builds the HTTP application over an open database. Closing the app closes the database. */
+export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Services }> {
+  const { config, database } = deps
+  // Bodies are validated strictly (a string is not a number); query, path and headers arrive as text.
+  const bodyAjv = createAjv({ coerceTypes: false })
+  const textAjv = createAjv({ coerceTypes: 'array' })
+
+  const app = Fastify({
+    logger: deps.logger ?? false,
+    genReqId: () => randomUUID(),
+    requestIdHeader: false,
+    logController: new LogController({ requestIdLogLabel: 'requestId' }),
+    bodyLimit: config.bodyLimitBytes,
+    trustProxy: config.trustProxy,
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : textAjv).compile(schema))
+  app.decorateRequest('principal', null)
+  // JSON is the API's only body format (the token endpoint adds form bodies for itself).
+  app.removeContentTypeParser('text/plain')
+
+  const signer = new TokenSigner(deps.secrets.tokenSigningKey, config.publicUrl, config.publicUrl)
+  const clients = new ClientsService(database.db)
+  const users = new UsersService(database.db)
+  const auth = new AuthService({ clients, signer, users, ttlSeconds: config.accessTokenTtlSeconds })
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header(REQUEST_ID_HEADER, request.id)
+    const routeAuth = request.routeOptions.config.auth
+    if (routeAuth) {
+      const onBehalfOf = request.headers['x-on-behalf-of']
+      request.principal = await auth.authenticateRequest(
+        { authorization: request.headers.authorization, onBehalfOf: Array.isArray(onBehalfOf) ? onBehalfOf.join(',') : onBehalfOf },
+        routeAuth,
+      )
+    }
+  })
+  app.setErrorHandler(errorHandler(config.bodyLimitBytes))
+  app.setNotFoundHandler(notFoundHandler)
+  app.addHook('onClose', async () => {
+    await database.close()
+    await deps.onClose?.()
+  })
+
+  const metrics = registerMetrics(app)
+  await registerOpenApi(app, {
+    title: 'Tessera Core API',
+    version: API_VERSION,
+    description:
+      'Embedded-finance Core API: onboard and verify users, hold balances, link cards, banks and wallets, and move money. ' +
+      `Environment: ${config.environment}.`,
+    serverUrl: config.publicUrl,
+    scopes: SCOPES,
+  })
+  // Limits are per client (per address before authentication), in this process's memory.
+  await app.register(rateLimit, {
+    global: config.rateLimitPerMinute > 0,
+    max: config.rateLimitPerMinute,
+    timeWindow: 60_000,
+    hook: 'preHandler',
+    keyGenerator: (request) => (request.principal ? `client:${request.principal.clientId}` : `ip:${request.ip}`),
+  })
+
+  app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger())
+  await app.register(healthRoutes({ isDatabaseReachable: () => isReachable(database.db), metrics }))
+  await app.register(authRoutes({ auth, signer, publicUrl: config.publicUrl, tokenRateLimitPerMinute: config.tokenRateLimitPerMinute }))
+  await app.register(usersRoutes(users))
+
+  await app.ready()
+  return { app, services: { clients, auth, users } }
+}

@@ -1,0 +1,150 @@
+import path from 'node:path'
+
+/**
+ * The only reader of the environment. Every setting is declared once here, parsed, validated, and
+ * reported together when wrong, so that a misconfigured process stops before it serves anything.
+ */
+
+export type Environment = 'sandbox' | 'production'
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+
+export interface Config {
+  environment: Environment
+  host: string
+  port: number
+  /** Base URL clients use to reach this deployment; the token issuer and links derive from it. */
+  publicUrl: string
+  /** Directory of the embedded database and of generated sandbox secrets; null means in memory only. */
+  dataDir: string | null
+  databaseUrl: string | null
+  databasePoolSize: number
+  logLevel: LogLevel
+  accessTokenTtlSeconds: number
+  /** PKCS#8 PEM private key (ES256) that signs access tokens; sandbox generates one when absent. */
+  tokenSigningKey: string | null
+  /** 32-byte key, base64, that seals provider secrets at rest; sandbox generates one when absent. */
+  sealingKey: string | null
+  initialClientId: string | null
+  initialClientSecret: string | null
+  /** Requests per minute per client on the API; 0 turns the limit off. */
+  rateLimitPerMinute: number
+  /** Requests per minute per client (or per address) on the token endpoint; 0 turns the limit off. */
+  tokenRateLimitPerMinute: number
+  bodyLimitBytes: number
+  trustProxy: boolean | string
+  shutdownTimeoutMs: number
+}
+
+export class ConfigError extends Error {
+  readonly problems: string[]
+  constructor(problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`)
+    this.name = 'ConfigError'
+    this.problems = problems
+  }
+}
+
+type Env = Record<string, string | undefined>
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+export function loadConfig(env: Env = process.env, cwd: string = process.cwd()): Config {
+  const problems: string[] = []
+  const read = (name: string): string | undefined => {
+    const value = env[name]
+    return value === undefined || value.trim() === '' ? undefined : value.trim()
+  }
+
+  const integer = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = read(name)
+    if (raw === undefined) return fallback
+    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+      problems.push(`${name} must be an integer from ${min} to ${max} (got "${raw}")`)
+      return fallback
+    }
+    return Number(raw)
+  }
+
+  const oneOf = <T extends string>(name: string, allowed: readonly T[], fallback: T): T => {
+    const raw = read(name)
+    if (raw === undefined) return fallback
+    if (!(allowed as readonly string[]).includes(raw)) {
+      problems.push(`${name} must be one of ${allowed.join(', ')} (got "${raw}")`)
+      return fallback
+    }
+    return raw as T
+  }
+
+  const environment = oneOf<Environment>('TESSERA_ENV', ['sandbox', 'production'], 'sandbox')
+  const host = read('HOST') ?? '127.0.0.1'
+  const port = integer('PORT', 3000, 0, 65535)
+
+  let publicUrl = read('PUBLIC_URL') ?? `http://${host === '0.0.0.0' || host === '::' ? 'localhost' : host}:${port}`
+  try {
+    const url = new URL(publicUrl)
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('protocol')
+    publicUrl = url.href.replace(/\/$/, '')
+  } catch {
+    problems.push(`PUBLIC_URL must be an absolute http(s) URL (got "${publicUrl}")`)
+  }
+
+  const rawDataDir = read('DATA_DIR') ?? 'data'
+  const dataDir = rawDataDir === ':memory:' ? null : path.resolve(cwd, rawDataDir)
+
+  const databaseUrl = read('DATABASE_URL') ?? null
+  if (databaseUrl !== null && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    problems.push('DATABASE_URL must be a postgres:// or postgresql:// connection string')
+  }
+
+  const tokenSigningKey = read('TOKEN_SIGNING_KEY')?.replace(/\\n/g, '\n') ?? null
+  if (tokenSigningKey !== null && !tokenSigningKey.includes('-----BEGIN PRIVATE KEY-----')) {
+    problems.push('TOKEN_SIGNING_KEY must be a PKCS#8 PEM private key (-----BEGIN PRIVATE KEY-----)')
+  }
+  const sealingKey = read('SEALING_KEY') ?? null
+  if (sealingKey !== null && Buffer.from(sealingKey, 'base64').length !== 32) {
+    problems.push('SEALING_KEY must be 32 random bytes encoded in base64 (e.g. `openssl rand -base64 32`)')
+  }
+  if (environment === 'production') {
+    if (tokenSigningKey === null) problems.push('TOKEN_SIGNING_KEY is required in production')
+    if (sealingKey === null) problems.push('SEALING_KEY is required in production')
+  }
+
+  const initialClientId = read('INITIAL_CLIENT_ID') ?? null
+  const initialClientSecret = read('INITIAL_CLIENT_SECRET') ?? null
+  if (initialClientId !== null && !UUID.test(initialClientId)) problems.push('INITIAL_CLIENT_ID must be a UUID')
+  if (initialClientSecret !== null && initialClientSecret.length < 16) {
+    problems.push('INITIAL_CLIENT_SECRET must be at least 16 characters')
+  }
+  if ((initialClientId === null) !== (initialClientSecret === null)) {
+    problems.push('INITIAL_CLIENT_ID and INITIAL_CLIENT_SECRET must be set together')
+  }
+
+  const rawTrustProxy = read('TRUST_PROXY')
+  const trustProxy = rawTrustProxy === undefined || rawTrustProxy === 'false'
+    ? false
+    : rawTrustProxy === 'true' ? true : rawTrustProxy
+
+  const config: Config = {
+    environment,
+    host,
+    port,
+    publicUrl,
+    dataDir,
+    databaseUrl,
+    databasePoolSize: integer('DATABASE_POOL_SIZE', 10, 1, 1000),
+    logLevel: oneOf<LogLevel>('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
+    accessTokenTtlSeconds: integer('ACCESS_TOKEN_TTL_SECONDS', 3600, 60, 86400),
+    tokenSigningKey,
+    sealingKey,
+    initialClientId: initialClientId?.toLowerCase() ?? null,
+    initialClientSecret,
+    rateLimitPerMinute: integer('RATE_LIMIT_PER_MINUTE', 1200, 0, 100_000_000),
+    tokenRateLimitPerMinute: integer('TOKEN_RATE_LIMIT_PER_MINUTE', 60, 0, 100_000_000),
+    bodyLimitBytes: integer('BODY_LIMIT_BYTES', 1_048_576, 1024, 104_857_600),
+    trustProxy,
+    shutdownTimeoutMs: integer('SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+  }
+
+  if (problems.length > 0) throw new ConfigError(problems)
+  return config
+}

@@ -1,0 +1,11 @@
+import type { Migration, MigrationProvider } from 'kysely/migration'
+import * as m0001 from './0001_initial.ts'
+
+/** Numbered, forward-only migrations; append new ones, never edit an applied one. */
+const migrations: Record<string, Migration> = {
+  '0001_initial': m0001,
+}
+
+export const migrationProvider: MigrationProvider = {
+  getMigrations: async () => migrations,
+}

@@ -1,0 +1,67 @@
+import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction } from 'kysely'
+
+/** Timestamps are written from the application clock and read back as Date. */
+type Timestamp = ColumnType<Date, Date, Date>
+/** jsonb columns are written as serialized JSON text and read back parsed. */
+type Json<T> = ColumnType<T, string, string>
+
+export interface OrganizationsTable {
+  id: string
+  name: string
+  created_at: Timestamp
+}
+
+export interface ClientsTable {
+  id: string
+  organization_id: string
+  name: string
+  secret_hash: string
+  /** Space-delimited scopes granted to the client, or `*` for every scope the service defines. */
+  scopes: string
+  created_at: Timestamp
+  revoked_at: ColumnType<Date | null, Date | null | undefined, Date | null>
+}
+
+export interface UsersTable {
+  organization_id: string
+  id: string
+  type: 'individual' | 'business'
+  email: string
+  /** Lower-cased email: the uniqueness key within an organization. */
+  email_key: string
+  profile: Json<Record<string, unknown>>
+  /** User-context headers received when the user was created. */
+  creation_context: Json<Record<string, string>>
+  created_at: Timestamp
+  updated_at: Timestamp
+  deleted_at: ColumnType<Date | null, Date | null | undefined, Date | null>
+  deletion_review: ColumnType<unknown, string | null | undefined, string | null>
+}
+
+export interface MetadataTable {
+  organization_id: string
+  entity_type: string
+  entity_id: string
+  data: Json<Record<string, unknown>>
+  etag: string
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface Database {
+  organizations: OrganizationsTable
+  clients: ClientsTable
+  users: UsersTable
+  metadata: MetadataTable
+}
+
+export type Db = Kysely<Database>
+export type Tx = Transaction<Database>
+/** A database handle a repository function runs in: the pool or an open transaction. */
+export type Executor = Db | Tx
+
+export type ClientRow = Selectable<ClientsTable>
+export type UserRow = Selectable<UsersTable>
+export type NewUserRow = Insertable<UsersTable>
+export type MetadataRow = Selectable<MetadataTable>
+export type Generatedless<T> = T extends Generated<infer U> ? U : T

@@ -1,0 +1,21 @@
+import { collectDefaultMetrics, Histogram, Registry } from 'prom-client'
+import type { App } from './types.ts'
+
+/** Prometheus metrics of one app instance: process metrics and request counts and durations per route. */
+export function registerMetrics(app: App): Registry {
+  const registry = new Registry()
+  collectDefaultMetrics({ register: registry })
+  const duration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Duration of HTTP requests by method, route template and status code.',
+    labelNames: ['method', 'route', 'status_code'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  })
+  app.addHook('onResponse', async (request, reply) => {
+    // Unmatched URLs share one label so that scanning traffic cannot grow the series without bound.
+    const route = request.routeOptions.url ?? 'unmatched'
+    duration.observe({ method: request.method, route, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000)
+  })
+  return registry
+}

@@ -1,0 +1,52 @@
+import { ApiError } from './errors.ts'
+
+export type Subject = 'client' | 'user:individual' | 'user:business'
+
+/** Who is calling: the client organization, its granted scopes, and the user it acts for, if any. */
+export interface Principal {
+  organizationId: string
+  clientId: string
+  scopes: ReadonlySet<string>
+  subject: Subject
+  userId: string | null
+}
+
+/** What a route requires; taken from the reference document's `security` and `x-service` subjects. */
+export interface RouteAuth {
+  scopes: readonly string[]
+  subjects: readonly Subject[]
+}
+
+export const ACT_ON_BEHALF_OF_SCOPE = 'core.users:act-on-behalf-of'
+
+export function insufficientScopes(required: readonly string[], granted: ReadonlySet<string>): ApiError {
+  return new ApiError(403, 'token_insufficient_scopes', 'Authorization failed due to insufficient scopes', {
+    security: [{ scheme: 'OAuth2', schemeScopes: [...required], tokenScopes: [...granted] }],
+  })
+}
+
+/** Throws unless the token holds every scope the route requires. */
+export function requireScopes(required: readonly string[], granted: ReadonlySet<string>): void {
+  if (required.some((scope) => !granted.has(scope))) throw insufficientScopes(required, granted)
+}
+
+export function subjectNotAllowed(subject: Subject, allowed: readonly Subject[]): ApiError {
+  const hint = allowed.some((s) => s.startsWith('user:')) && subject === 'client'
+    ? ' Act on behalf of a user with the X-On-Behalf-Of header.'
+    : ''
+  return new ApiError(403, 'subject_not_allowed', `This operation is not available to subject '${subject}'.${hint}`, {
+    subject,
+    allowedSubjects: [...allowed],
+  })
+}
+
+export function requireSubject(subject: Subject, allowed: readonly Subject[]): void {
+  if (!allowed.includes(subject)) throw subjectNotAllowed(subject, allowed)
+}
+
+/** Parses `X-On-Behalf-Of: user <uuid>` (also `client <uuid>`, naming the calling client itself). */
+export function parseOnBehalfOf(value: string): { kind: 'user' | 'client'; id: string } | null {
+  const match = /^(user|client)\s([0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[089ab][0-9a-f]{3}-[0-9a-f]{12})$/i.exec(value)
+  if (!match) return null
+  return { kind: match[1]!.toLowerCase() as 'user' | 'client', id: match[2]!.toLowerCase() }
+}

@@ -1,0 +1,23 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify'
+import type { Principal, RouteAuth } from './principal.ts'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Scopes and subjects the route requires; routes without it are public. */
+    auth?: RouteAuth
+    /** Errors of this route use the RFC 6749 shape `{error, error_description}`. */
+    oauthErrors?: boolean
+  }
+  interface FastifyRequest {
+    principal: Principal | null
+  }
+}
+
+export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>
+
+/** The principal of an authenticated route; the auth hook guarantees it is set. */
+export function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw new Error(`Route ${request.routeOptions.url ?? ''} has no auth configuration`)
+  return request.principal
+}

@@ -1,0 +1,150 @@
+import { parseArgs } from 'node:util'
+import { buildApp, loggerOptions } from './app.ts'
+import { ConfigError, loadConfig, type Config } from './config.ts'
+import { migrateToLatest, openDatabase, type DatabaseHandle } from './db/database.ts'
+import { DataDirBusyError, loadOrCreateSecrets, lockDataDir } from './lib/data-dir.ts'
+import { ClientInputError, ClientsService } from './modules/auth/clients.service.ts'
+
+const USAGE = `Usage: tessera [command]
+
+Commands:
+  serve                               Run the API (default). Migrates the database first.
+  migrate                             Apply pending database migrations and exit.
+  clients create --name NAME [--scopes "a b" | --scopes "*"] [--organization ID]
+                                      Create a client; prints its secret once, as JSON.
+  clients list                        List clients (never their secrets), as JSON.
+  clients revoke ID                   Revoke a client; its tokens stop working at once.
+
+Configuration comes from the environment; see docs/configuration.md.`
+
+/** Opens the configured database, holding the embedded data directory's lock while it is open. */
+async function openForCommand(config: Config, purpose: string): Promise<{ database: DatabaseHandle; release: () => void }> {
+  const release = config.databaseUrl === null && config.dataDir !== null ? lockDataDir(config.dataDir, purpose) : () => {}
+  try {
+    const database = await openDatabase(config)
+    await migrateToLatest(database.db)
+    return { database, release }
+  } catch (error) {
+    release()
+    throw error
+  }
+}
+
+async function serve(config: Config): Promise<void> {
+  const { database, release } = await openForCommand(config, 'stop the running server before starting another one on the same directory.')
+  const secrets = loadOrCreateSecrets(config.dataDir, config)
+  const { app, services } = await buildApp({ config, database, secrets, logger: loggerOptions(config.logLevel), onClose: release })
+
+  const initial = await services.clients.ensureInitialClient(
+    config.initialClientId && config.initialClientSecret ? { clientId: config.initialClientId, clientSecret: config.initialClientSecret } : null,
+    config.environment === 'sandbox',
+  )
+
+  let closing = false
+  const shutdown = (signal: string) => {
+    if (closing) return
+    closing = true
+    app.log.info({ signal }, 'shutting down: finishing in-flight requests')
+    const timer = setTimeout(() => {
+      app.log.error('shutdown timed out; exiting')
+      process.exit(1)
+    }, config.shutdownTimeoutMs)
+    timer.unref()
+    app.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        app.log.error({ err: error }, 'shutdown failed')
+        process.exit(1)
+      },
+    )
+  }
+  process.on('SIGTERM', () => shutdown('SIGTERM'))
+  process.on('SIGINT', () => shutdown('SIGINT'))
+
+  await app.listen({ host: config.host, port: config.port })
+  const baseUrl = config.publicUrl
+  const lines = [
+    '',
+    `Tessera ${config.environment} is listening on ${baseUrl}`,
+    `  API reference: ${baseUrl}/docs   OpenAPI: ${baseUrl}/openapi.json`,
+    `  Database: ${database.engine === 'pglite' ? `embedded (${config.dataDir ?? 'in memory'})` : 'PostgreSQL'}`,
+  ]
+  if (initial) {
+    lines.push(
+      '',
+      '  A client with every scope was created. Keep its secret: it is shown only now.',
+      `    client id:     ${initial.clientId}`,
+      `    client secret: ${initial.clientSecret}`,
+      '',
+      `  Get a token:  curl -s -u '${initial.clientId}:${initial.clientSecret}' -d grant_type=client_credentials ${baseUrl}/core/oauth2/token`,
+    )
+  }
+  process.stderr.write(`${lines.join('\n')}\n\n`)
+}
+
+async function clients(config: Config, args: string[]): Promise<void> {
+  const [action, ...rest] = args
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: { name: { type: 'string' }, scopes: { type: 'string' }, organization: { type: 'string' } },
+  })
+  const { database, release } = await openForCommand(
+    config,
+    'stop the server first, or run Tessera on PostgreSQL (DATABASE_URL) where clients can be managed while it serves.',
+  )
+  try {
+    const service = new ClientsService(database.db)
+    let output: unknown
+    if (action === 'create') {
+      if (values.name === undefined) throw new ClientInputError('--name is required')
+      const created = await service.create({ name: values.name, scopes: values.scopes ?? '*', organizationId: values.organization })
+      output = { clientId: created.clientId, clientSecret: created.clientSecret, scopes: created.scopes, organizationId: created.organizationId }
+    } else if (action === 'list') {
+      output = await service.list()
+    } else if (action === 'revoke') {
+      if (positionals.length !== 1) throw new ClientInputError('Usage: tessera clients revoke CLIENT_ID')
+      output = await service.revoke(positionals[0]!)
+    } else {
+      throw new ClientInputError(`Unknown clients command "${action ?? ''}"\n\n${USAGE}`)
+    }
+    process.stdout.write(`${JSON.stringify(output, null, 2)}\n`)
+  } finally {
+    await database.close()
+    release()
+  }
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command = 'serve', ...args] = argv
+  if (command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(`${USAGE}\n`)
+    return
+  }
+  const config = loadConfig()
+  switch (command) {
+    case 'serve':
+      return serve(config)
+    case 'migrate': {
+      const { database, release } = await openForCommand(config, 'stop the server first; it applies migrations itself when it starts.')
+      const applied = await migrateToLatest(database.db)
+      await database.close()
+      release()
+      process.stdout.write(applied.length > 0 ? `Applied ${applied.join(', ')}\n` : 'The database is up to date\n')
+      return
+    }
+    case 'clients':
+      return clients(config, args)
+    default:
+      throw new ClientInputError(`Unknown command "${command}"\n\n${USAGE}`)
+  }
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof ConfigError || error instanceof DataDirBusyError || error instanceof ClientInputError) {
+    process.stderr.write(`${error.message}\n`)
+    process.exit(2)
+  }
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`)
+  process.exit(1)
+})

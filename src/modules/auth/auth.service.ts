@@ -1,0 +1,172 @@
+import { ApiError, notFound, OAuthError, requestInvalid } from '../../http/errors.ts'
+import {
+  ACT_ON_BEHALF_OF_SCOPE,
+  parseOnBehalfOf,
+  requireScopes,
+  requireSubject,
+  subjectNotAllowed,
+  type Principal,
+  type RouteAuth,
+} from '../../http/principal.ts'
+import type { ClientsService } from './clients.service.ts'
+import { grantedScopes } from './clients.service.ts'
+import { isScope } from './scopes.ts'
+import { TokenVerificationError, type AccessTokenClaims, type TokenSigner } from './tokens.ts'
+
+export interface TokenRequest {
+  authorization: string | undefined
+  form: Record<string, unknown>
+}
+
+export interface TokenResponse {
+  access_token: string
+  token_type: 'Bearer'
+  expires_in: number
+  scope: string
+  organizationId: string
+}
+
+/** Resolves the user an X-On-Behalf-Of header names, within one organization. */
+export interface UserDirectory {
+  findUserType(organizationId: string, userId: string): Promise<'individual' | 'business' | null>
+}
+
+// RFC 6749 Appendix A.4: scope-token = 1*( %x21 / %x23-5B / %x5D-7E )
+const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/
+
+function readBasicCredentials(header: string): { clientId: string; clientSecret: string } {
+  const match = /^Basic ([A-Za-z0-9+/=]+)$/i.exec(header.trim())
+  const decoded = match ? Buffer.from(match[1]!, 'base64').toString('utf8') : ''
+  const separator = decoded.indexOf(':')
+  if (separator < 0) {
+    throw new OAuthError(401, 'invalid_client', 'Client id and secret could not be extracted from the Authorization header')
+  }
+  // RFC 6749 §2.3.1: both parts are form-urlencoded before being joined.
+  try {
+    return {
+      clientId: decodeURIComponent(decoded.slice(0, separator).replace(/\+/g, ' ')),
+      clientSecret: decodeURIComponent(decoded.slice(separator + 1).replace(/\+/g, ' ')),
+    }
+  } catch {
+    throw new OAuthError(401, 'invalid_client', 'Client id and secret could not be extracted from the Authorization header')
+  }
+}
+
+function optionalString(form: Record<string, unknown>, name: string): string | undefined {
+  const value = form[name]
+  if (value === undefined) return undefined
+  if (typeof value !== 'string') throw new OAuthError(400, 'invalid_request', `Parameter '${name}' must be given once, as a string`)
+  return value
+}
+
+export class AuthService {
+  private readonly clients: ClientsService
+  private readonly signer: TokenSigner
+  private readonly users: UserDirectory
+  private readonly ttlSeconds: number
+
+  constructor(deps: { clients: ClientsService; signer: TokenSigner; users: UserDirectory; ttlSeconds: number }) {
+    this.clients = deps.clients
+    this.signer = deps.signer
+    this.users = deps.users
+    this.ttlSeconds = deps.ttlSeconds
+  }
+
+  /** The client credentials grant (RFC 6749 §4.4) with client authentication by Basic or by form fields. */
+  async issueToken(request: TokenRequest): Promise<TokenResponse> {
+    const { form } = request
+    const formClientId = optionalString(form, 'client_id')
+    const formClientSecret = optionalString(form, 'client_secret')
+    const grantType = optionalString(form, 'grant_type')
+    const scope = optionalString(form, 'scope')
+
+    if (request.authorization !== undefined && (formClientId !== undefined || formClientSecret !== undefined)) {
+      throw new OAuthError(400, 'invalid_request', 'Use one client authentication method: the Authorization header or form fields, not both')
+    }
+    let credentials: { clientId: string; clientSecret: string }
+    if (request.authorization !== undefined) {
+      credentials = readBasicCredentials(request.authorization)
+    } else if (formClientId !== undefined && formClientSecret !== undefined) {
+      credentials = { clientId: formClientId, clientSecret: formClientSecret }
+    } else {
+      throw new OAuthError(401, 'invalid_client', 'Client authentication is required: HTTP Basic or client_id and client_secret form fields')
+    }
+
+    if (grantType === undefined || grantType === '') throw new OAuthError(400, 'invalid_request', "Body must have required property 'grant_type'")
+
+    const client = await this.clients.authenticate(credentials.clientId, credentials.clientSecret)
+    if (!client) throw new OAuthError(401, 'invalid_client', 'Client does not exist or secret is incorrect')
+
+    if (grantType !== 'client_credentials') throw new OAuthError(400, 'unsupported_grant_type', 'Grant type not supported')
+
+    const granted = grantedScopes(client.scopes)
+    let scopes = granted
+    if (scope !== undefined && scope.trim() !== '') {
+      const requested = [...new Set(scope.trim().split(/ +/))]
+      if (requested.some((s) => !SCOPE_TOKEN.test(s))) throw new OAuthError(400, 'invalid_request', "Parameter 'scope' is malformed")
+      const unknown = requested.filter((s) => !isScope(s))
+      if (unknown.length > 0) throw new OAuthError(400, 'invalid_scope', `Unknown scope(s): ${unknown.join(' ')}`)
+      const grantedSet = new Set(granted)
+      if (requested.some((s) => !grantedSet.has(s))) {
+        throw new OAuthError(400, 'invalid_scope', 'Requested scopes must be equal or narrower than the scopes granted to the client')
+      }
+      scopes = requested
+    }
+
+    const accessToken = await this.signer.sign({ clientId: client.id, organizationId: client.organization_id, scopes, ttlSeconds: this.ttlSeconds })
+    return { access_token: accessToken, token_type: 'Bearer', expires_in: this.ttlSeconds, scope: scopes.join(' '), organizationId: client.organization_id }
+  }
+
+  /** Turns `Authorization: Bearer` (and `X-On-Behalf-Of`) into a principal allowed to call the route. */
+  async authenticateRequest(headers: { authorization?: string; onBehalfOf?: string }, route: RouteAuth): Promise<Principal> {
+    const claims = await this.verifyBearer(headers.authorization)
+    const scopes = new Set(claims.scopes)
+    const base = { organizationId: claims.organizationId, clientId: claims.clientId, scopes }
+
+    if (await this.clients.isRevoked(claims.clientId)) {
+      throw new ApiError(401, 'token_revoked', 'The access token has been revoked')
+    }
+
+    if (headers.onBehalfOf === undefined) {
+      requireScopes(route.scopes, scopes)
+      requireSubject('client', route.subjects)
+      return { ...base, subject: 'client', userId: null }
+    }
+
+    const target = parseOnBehalfOf(headers.onBehalfOf)
+    if (!target) {
+      throw requestInvalid('headers', [{ property: 'x-on-behalf-of', rule: 'pattern', ruleParams: { pattern: '^(user|client)\\s<uuid>$' } }])
+    }
+    if (target.kind === 'client') {
+      if (target.id !== claims.clientId) throw notFound('client')
+      requireScopes(route.scopes, scopes)
+      requireSubject('client', route.subjects)
+      return { ...base, subject: 'client', userId: null }
+    }
+
+    requireScopes([ACT_ON_BEHALF_OF_SCOPE, ...route.scopes], scopes)
+    if (!route.subjects.some((s) => s.startsWith('user:'))) throw subjectNotAllowed('user:individual', route.subjects)
+    const type = await this.users.findUserType(claims.organizationId, target.id)
+    if (type === null) throw notFound('user')
+    const subject = type === 'individual' ? 'user:individual' : 'user:business'
+    requireSubject(subject, route.subjects)
+    return { ...base, subject, userId: target.id }
+  }
+
+  private async verifyBearer(authorization: string | undefined): Promise<AccessTokenClaims> {
+    const match = authorization === undefined ? null : /^Bearer ([A-Za-z0-9\-._~+/]+=*)$/i.exec(authorization.trim())
+    if (!match) {
+      throw new ApiError(401, 'token_invalid', 'The access token is invalid', undefined, { 'www-authenticate': 'Bearer realm="tessera"' })
+    }
+    try {
+      return await this.signer.verify(match[1]!)
+    } catch (error) {
+      if (error instanceof TokenVerificationError) {
+        throw new ApiError(401, error.reason, error.message, undefined, {
+          'www-authenticate': `Bearer realm="tessera", error="invalid_token", error_description="${error.message}"`,
+        })
+      }
+      throw error
+    }
+  }
+}

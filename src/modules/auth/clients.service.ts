@@ -1,0 +1,147 @@
+import { randomUUID } from 'node:crypto'
+import type { ClientRow, Db } from '../../db/schema.ts'
+import { generateSecret, hashSecret, safeEqual, sha256Hex, verifySecret } from '../../lib/secrets.ts'
+import { isUuid } from '../../lib/ids.ts'
+import * as repository from './clients.repository.ts'
+import { ALL_SCOPES, isScope } from './scopes.ts'
+
+export interface ClientCredentials {
+  clientId: string
+  clientSecret: string
+  organizationId: string
+  scopes: string[]
+}
+
+export interface ClientSummary {
+  clientId: string
+  organizationId: string
+  name: string
+  scopes: string[]
+  createdAt: string
+  revokedAt: string | null
+}
+
+/** A mistake in what the operator asked for (unknown scope, missing client): reported, never a crash. */
+export class ClientInputError extends Error {}
+
+const WILDCARD = '*'
+const MAX_CACHED_CREDENTIALS = 10_000
+
+/** Scopes a stored grant stands for: `*` grows with the service, a list stays as granted. */
+export function grantedScopes(stored: string): string[] {
+  return stored === WILDCARD ? [...ALL_SCOPES] : stored.split(' ').filter(Boolean)
+}
+
+/** Parses `"a b"` or `"*"`, rejecting scopes the service does not define. */
+export function parseScopeGrant(input: string): string {
+  const requested = input.trim().split(/\s+/).filter(Boolean)
+  if (requested.length === 0) throw new ClientInputError('At least one scope is required (or "*" for all of them)')
+  if (requested.includes(WILDCARD)) {
+    if (requested.length > 1) throw new ClientInputError('"*" grants every scope and cannot be combined with others')
+    return WILDCARD
+  }
+  const unknown = requested.filter((s) => !isScope(s))
+  if (unknown.length > 0) throw new ClientInputError(`Unknown scope(s): ${unknown.join(', ')}`)
+  return [...new Set(requested)].sort().join(' ')
+}
+
+function summarize(row: ClientRow): ClientSummary {
+  return {
+    clientId: row.id,
+    organizationId: row.organization_id,
+    name: row.name,
+    scopes: row.scopes === WILDCARD ? [WILDCARD] : grantedScopes(row.scopes),
+    createdAt: row.created_at.toISOString(),
+    revokedAt: row.revoked_at?.toISOString() ?? null,
+  }
+}
+
+export class ClientsService {
+  private readonly db: Db
+  /**
+   * Client id → digest of a secret already proven against the stored scrypt hash. Secrets are 256-bit
+   * random values, so a digest match is as strong as the hash; it spares the token endpoint one scrypt
+   * per request. Tied to the stored hash, so a rotated secret invalidates it.
+   */
+  private readonly verified = new Map<string, { digest: string; secretHash: string }>()
+
+  constructor(db: Db) {
+    this.db = db
+  }
+
+  async create(input: { name: string; scopes: string; organizationId?: string; clientId?: string; clientSecret?: string }): Promise<ClientCredentials> {
+    const name = input.name.trim()
+    if (name === '' || name.length > 200) throw new ClientInputError('A client name of 1 to 200 characters is required')
+    const scopes = parseScopeGrant(input.scopes)
+    if (input.organizationId !== undefined && !isUuid(input.organizationId)) throw new ClientInputError('The organization id must be a UUID')
+    const clientId = input.clientId ?? randomUUID()
+    const clientSecret = input.clientSecret ?? generateSecret()
+    const secretHash = await hashSecret(clientSecret)
+    const now = new Date()
+    const organizationId = await this.db.transaction().execute(async (tx) => {
+      if (input.organizationId !== undefined) {
+        if (!(await repository.organizationExists(tx, input.organizationId))) {
+          throw new ClientInputError(`Organization ${input.organizationId} does not exist`)
+        }
+        await repository.insertClient(tx, { id: clientId, organizationId: input.organizationId, name, secretHash, scopes, createdAt: now })
+        return input.organizationId
+      }
+      const id = randomUUID()
+      await repository.insertOrganization(tx, { id, name, createdAt: now })
+      await repository.insertClient(tx, { id: clientId, organizationId: id, name, secretHash, scopes, createdAt: now })
+      return id
+    })
+    return { clientId, clientSecret, organizationId, scopes: scopes === WILDCARD ? [WILDCARD] : grantedScopes(scopes) }
+  }
+
+  async list(): Promise<ClientSummary[]> {
+    return (await repository.listClients(this.db)).map(summarize)
+  }
+
+  async revoke(clientId: string): Promise<ClientSummary> {
+    if (!isUuid(clientId)) throw new ClientInputError('The client id must be a UUID')
+    const existing = await repository.findClient(this.db, clientId)
+    if (!existing) throw new ClientInputError(`Client ${clientId} does not exist`)
+    await repository.revokeClient(this.db, clientId, new Date())
+    this.verified.delete(clientId)
+    return summarize((await repository.findClient(this.db, clientId))!)
+  }
+
+  /**
+   * The client a new deployment starts with: the configured one when it does not exist yet, otherwise a
+   * random one when the deployment has no client at all. Returns null when nothing was created.
+   */
+  async ensureInitialClient(initial: { clientId: string; clientSecret: string } | null, createWhenEmpty: boolean): Promise<ClientCredentials | null> {
+    if (initial) {
+      if (await repository.findClient(this.db, initial.clientId)) return null
+      return this.create({ name: 'Initial client', scopes: WILDCARD, ...initial })
+    }
+    if (!createWhenEmpty || (await repository.countClients(this.db)) > 0) return null
+    return this.create({ name: 'Sandbox client', scopes: WILDCARD })
+  }
+
+  /** The active client these credentials prove, or null. */
+  async authenticate(clientId: string, clientSecret: string): Promise<ClientRow | null> {
+    if (!isUuid(clientId)) return null
+    const client = await repository.findClient(this.db, clientId.toLowerCase())
+    if (!client || client.revoked_at !== null) {
+      // Spend the same effort as a real check so that timing does not reveal which client ids exist.
+      if (!client) await verifySecret(clientSecret, DUMMY_HASH)
+      return null
+    }
+    const digest = sha256Hex(clientSecret)
+    const cached = this.verified.get(client.id)
+    if (cached && cached.secretHash === client.secret_hash) return safeEqual(cached.digest, digest) ? client : null
+    if (!(await verifySecret(clientSecret, client.secret_hash))) return null
+    if (this.verified.size >= MAX_CACHED_CREDENTIALS) this.verified.delete(this.verified.keys().next().value!)
+    this.verified.set(client.id, { digest, secretHash: client.secret_hash })
+    return client
+  }
+
+  async isRevoked(clientId: string): Promise<boolean> {
+    const row = await repository.findClientRevocation(this.db, clientId)
+    return !row || row.revoked_at !== null
+  }
+}
+
+const DUMMY_HASH = 'scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'

@@ -1,0 +1,89 @@
+import { createPrivateKey, createPublicKey, randomUUID, type KeyObject } from 'node:crypto'
+import { calculateJwkThumbprint, errors as joseErrors, exportJWK, jwtVerify, SignJWT, type JWK } from 'jose'
+
+const ALGORITHM = 'ES256'
+/** RFC 9068 §2.1: access tokens carry this media type so they cannot be confused with other JWTs. */
+const TOKEN_TYPE = 'at+jwt'
+
+export interface AccessTokenClaims {
+  clientId: string
+  organizationId: string
+  scopes: string[]
+  expiresAt: number
+}
+
+export type TokenFailure = 'token_invalid' | 'token_expired'
+
+export class TokenVerificationError extends Error {
+  readonly reason: TokenFailure
+  constructor(reason: TokenFailure, message: string) {
+    super(message)
+    this.reason = reason
+  }
+}
+
+/** Signs and verifies access tokens with one ES256 key; verification needs no database. */
+export class TokenSigner {
+  readonly issuer: string
+  readonly audience: string
+  private readonly privateKey: KeyObject
+  private readonly publicKey: KeyObject
+  private publicJwk: (JWK & { kid: string }) | undefined
+
+  constructor(privateKeyPem: string, issuer: string, audience: string) {
+    this.privateKey = createPrivateKey(privateKeyPem)
+    if (this.privateKey.asymmetricKeyType !== 'ec' || this.privateKey.asymmetricKeyDetails?.namedCurve !== 'prime256v1') {
+      throw new Error('The token signing key must be an EC P-256 private key (ES256)')
+    }
+    this.publicKey = createPublicKey(this.privateKey)
+    this.issuer = issuer
+    this.audience = audience
+  }
+
+  async jwk(): Promise<JWK & { kid: string }> {
+    if (!this.publicJwk) {
+      const jwk = await exportJWK(this.publicKey)
+      this.publicJwk = { ...jwk, kid: await calculateJwkThumbprint(jwk), alg: ALGORITHM, use: 'sig' }
+    }
+    return this.publicJwk
+  }
+
+  async sign(input: { clientId: string; organizationId: string; scopes: string[]; ttlSeconds: number }): Promise<string> {
+    const { kid } = await this.jwk()
+    const now = Math.floor(Date.now() / 1000)
+    return new SignJWT({
+      client_id: input.clientId,
+      scope: input.scopes.join(' '),
+      organization_id: input.organizationId,
+    })
+      .setProtectedHeader({ alg: ALGORITHM, typ: TOKEN_TYPE, kid })
+      .setIssuer(this.issuer)
+      .setSubject(input.clientId)
+      .setAudience(this.audience)
+      .setIssuedAt(now)
+      .setExpirationTime(now + input.ttlSeconds)
+      .setJti(randomUUID())
+      .sign(this.privateKey)
+  }
+
+  async verify(token: string): Promise<AccessTokenClaims> {
+    try {
+      const { payload } = await jwtVerify(token, this.publicKey, {
+        algorithms: [ALGORITHM],
+        issuer: this.issuer,
+        audience: this.audience,
+        typ: TOKEN_TYPE,
+        requiredClaims: ['sub', 'exp', 'iat', 'jti', 'client_id', 'scope', 'organization_id'],
+      })
+      const { client_id: clientId, organization_id: organizationId, scope, exp } = payload
+      if (typeof clientId !== 'string' || typeof organizationId !== 'string' || typeof scope !== 'string' || typeof exp !== 'number') {
+        throw new TokenVerificationError('token_invalid', 'The access token is invalid')
+      }
+      return { clientId, organizationId, scopes: scope === '' ? [] : scope.split(' '), expiresAt: exp }
+    } catch (error) {
+      if (error instanceof TokenVerificationError) throw error
+      if (error instanceof joseErrors.JWTExpired) throw new TokenVerificationError('token_expired', 'The access token has expired')
+      throw new TokenVerificationError('token_invalid', 'The access token is invalid')
+    }
+  }
+}

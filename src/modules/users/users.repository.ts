@@ -1,0 +1,38 @@
+import type { Executor, NewUserRow, UserRow } from '../../db/schema.ts'
+
+export async function insertUser(db: Executor, row: NewUserRow): Promise<void> {
+  await db.insertInto('users').values(row).execute()
+}
+
+export async function findActiveUser(db: Executor, organizationId: string, id: string): Promise<UserRow | undefined> {
+  return db
+    .selectFrom('users')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst()
+}
+
+export async function findActiveUserType(db: Executor, organizationId: string, id: string): Promise<UserRow['type'] | undefined> {
+  const row = await db
+    .selectFrom('users')
+    .select('type')
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst()
+  return row?.type
+}
+
+/** Marks the user deleted; returns false when it was not an active user of the organization. */
+export async function markUserDeleted(db: Executor, organizationId: string, id: string, at: Date, review: unknown): Promise<boolean> {
+  const result = await db
+    .updateTable('users')
+    .set({ deleted_at: at, updated_at: at, deletion_review: JSON.stringify(review) })
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst()
+  return Number(result.numUpdatedRows) > 0
+}

@@ -1,0 +1,90 @@
+import type { IncomingHttpHeaders } from 'node:http'
+import Type from 'typebox'
+import { described, errorResponses } from '../../http/schemas.ts'
+import { principalOf, type App } from '../../http/types.ts'
+import {
+  ActingUserRequestHeaders,
+  CreateUserBody,
+  CreateUserResponse,
+  DeleteUserBody,
+  GetUserResponse,
+  UserRequestHeaders,
+} from './users.schemas.ts'
+import type { UserContext, UsersService } from './users.service.ts'
+
+function userContextOf(headers: IncomingHttpHeaders): UserContext {
+  const read = (name: string) => (typeof headers[name] === 'string' ? (headers[name] as string) : undefined)
+  return {
+    ip: read('x-service-user-ip'),
+    agent: read('x-service-user-agent'),
+    origin: read('x-service-user-origin'),
+    country: read('x-service-user-country'),
+    subdivision: read('x-service-user-subdivision'),
+    city: read('x-service-user-city'),
+  }
+}
+
+export function usersRoutes(users: UsersService) {
+  return async function routes(app: App): Promise<void> {
+    app.post(
+      '/core/users',
+      {
+        schema: {
+          operationId: 'core.create-user',
+          summary: 'Create user',
+          description: 'Creates an individual or business user of the calling organization. Requires the end user\'s IP in `X-Service-User-Ip`.',
+          tags: ['Users'],
+          headers: UserRequestHeaders,
+          body: CreateUserBody,
+          response: { 201: described(CreateUserResponse, 'User created.'), ...errorResponses(400, 401, 403, 409, 413, 415, 429) },
+        },
+        config: { auth: { scopes: ['core.users:create'], subjects: ['client'] } },
+        // The reference defaults `type` to `individual`; apply it before the union is matched.
+        preValidation: async (request) => {
+          const body = request.body as Record<string, unknown> | null
+          if (body !== null && typeof body === 'object' && !Array.isArray(body) && body.type === undefined) body.type = 'individual'
+        },
+      },
+      async (request, reply) => {
+        const result = await users.create(principalOf(request), request.body, userContextOf(request.headers))
+        return reply.status(201).send(result)
+      },
+    )
+
+    app.get(
+      '/core/users/me',
+      {
+        schema: {
+          operationId: 'core.get-user',
+          summary: 'Get user',
+          description: 'Returns the user the request acts for (`X-On-Behalf-Of: user <id>`).',
+          tags: ['Users'],
+          headers: ActingUserRequestHeaders,
+          response: { 200: described(GetUserResponse, 'User retrieved.'), ...errorResponses(400, 401, 403, 404, 429) },
+        },
+        config: { auth: { scopes: ['core.users:read'], subjects: ['user:business', 'user:individual'] } },
+      },
+      async (request) => ({ user: await users.getMe(principalOf(request)) }),
+    )
+
+    app.delete(
+      '/core/users/me',
+      {
+        schema: {
+          operationId: 'core.delete-user',
+          summary: 'Delete user',
+          description: 'Deletes the user the request acts for. Its email becomes available to new users.',
+          tags: ['Users'],
+          headers: ActingUserRequestHeaders,
+          body: DeleteUserBody,
+          response: { 204: Type.Null({ description: 'User deleted.' }), ...errorResponses(400, 401, 403, 404, 409, 413, 415, 429) },
+        },
+        config: { auth: { scopes: ['core.users:delete'], subjects: ['user:business', 'user:individual'] } },
+      },
+      async (request, reply) => {
+        await users.deleteMe(principalOf(request), request.body, userContextOf(request.headers))
+        return reply.status(204).send(null)
+      },
+    )
+  }
+}

@@ -1,0 +1,162 @@
+import type { Db, UserRow } from '../../db/schema.ts'
+import { isUniqueViolation } from '../../db/errors.ts'
+import { conflict, notFound, operationNotAllowed, type ApiError, type ErrorBody } from '../../http/errors.ts'
+import type { Principal } from '../../http/principal.ts'
+import { uuidv7 } from '../../lib/ids.ts'
+import { attachInitialMetadata } from '../metadata/metadata.service.ts'
+import * as repository from './users.repository.ts'
+import { checkBirthdate, checkPastTimestamp } from './users.rules.ts'
+import type { CreateUserBody, DeleteUserBody, User } from './users.schemas.ts'
+
+/** The end-user context headers (`X-Service-User-*`) of a request. */
+export interface UserContext {
+  ip?: string
+  agent?: string
+  origin?: string
+  country?: string
+  subdivision?: string
+  city?: string
+}
+
+interface Profile {
+  termsOfService?: string
+  fullName?: string
+  birthdate?: string
+  primaryCitizenship?: string
+  citizenshipCountry?: string
+  address?: { country: string; subdivision?: string; city?: string; line1?: string; line2?: string; postalCode?: string }
+  phone?: { number: string; country: string }
+  partnerOnboardedAt?: string
+  legalEntityType?: string
+  name?: string
+}
+
+function definedOnly<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T
+}
+
+/** The stored profile of a new user: the legacy individual shape is normalized to the current one. */
+function profileOf(input: CreateUserBody): Profile {
+  if (input.type === 'business') {
+    return definedOnly({
+      termsOfService: input.termsOfService,
+      legalEntityType: input.legalEntityType,
+      address: definedOnly({ country: input.country, subdivision: input.subdivision }),
+      partnerOnboardedAt: input.partnerOnboardedAt,
+    })
+  }
+  if ('citizenshipCountry' in input) {
+    return definedOnly({
+      termsOfService: input.termsOfService,
+      primaryCitizenship: input.citizenshipCountry,
+      citizenshipCountry: input.citizenshipCountry,
+      address: definedOnly({ country: input.country, subdivision: input.subdivision }),
+      partnerOnboardedAt: input.partnerOnboardedAt,
+    })
+  }
+  return definedOnly({
+    termsOfService: input.termsOfService,
+    fullName: input.fullName,
+    birthdate: input.birthdate,
+    primaryCitizenship: input.primaryCitizenship,
+    address: definedOnly(input.address),
+    phone: input.phone,
+  })
+}
+
+export function toUser(row: UserRow): User {
+  const profile = row.profile as Profile
+  const common = { id: row.id, email: row.email, createdAt: row.created_at.toISOString(), updatedAt: row.updated_at.toISOString() }
+  if (row.type === 'business') {
+    return definedOnly({ ...common, type: 'business' as const, name: profile.name, address: profile.address, partnerOnboardedAt: profile.partnerOnboardedAt })
+  }
+  return definedOnly({
+    ...common,
+    type: 'individual' as const,
+    fullName: profile.fullName,
+    birthdate: profile.birthdate,
+    primaryCitizenship: profile.primaryCitizenship ?? '',
+    citizenshipCountry: profile.citizenshipCountry,
+    address: profile.address ?? { country: '' },
+    phone: profile.phone,
+    partnerOnboardedAt: profile.partnerOnboardedAt,
+  })
+}
+
+function checkBusinessRules(input: CreateUserBody, now: Date): ApiError | null {
+  if (input.type === 'individual' && 'birthdate' in input && input.birthdate !== undefined) {
+    const error = checkBirthdate(input.birthdate, now)
+    if (error) return error
+  }
+  if ('partnerOnboardedAt' in input && input.partnerOnboardedAt !== undefined) {
+    return checkPastTimestamp('partnerOnboardedAt', input.partnerOnboardedAt, now)
+  }
+  return null
+}
+
+export class UsersService {
+  private readonly db: Db
+
+  constructor(db: Db) {
+    this.db = db
+  }
+
+  async create(principal: Principal, input: CreateUserBody, context: UserContext): Promise<{ user: User; errors?: { metadata: ErrorBody } }> {
+    // The end user's IP is kept with every user for compliance screening; clients must forward it.
+    if (context.ip === undefined) {
+      throw operationNotAllowed('Request not allowed due to missing user context', ['missing-user-ip-header'])
+    }
+    const now = new Date()
+    const ruleError = checkBusinessRules(input, now)
+    if (ruleError) throw ruleError
+
+    const profile = profileOf(input)
+    const row = {
+      organization_id: principal.organizationId,
+      id: uuidv7(now.getTime()),
+      type: input.type,
+      email: input.email,
+      email_key: input.email.toLowerCase(),
+      profile: JSON.stringify(profile),
+      creation_context: JSON.stringify(definedOnly(context)),
+      created_at: now,
+      updated_at: now,
+    }
+    try {
+      return await this.db.transaction().execute(async (tx) => {
+        await repository.insertUser(tx, row)
+        const metadataError = 'metadata' in input && input.metadata !== undefined
+          ? await attachInitialMetadata(tx, { organizationId: principal.organizationId, entityType: 'users', entityId: row.id, at: now }, input.metadata)
+          : null
+        const user = toUser({ ...row, profile: profile as Record<string, unknown>, creation_context: context as Record<string, string>, deleted_at: null, deletion_review: null })
+        return metadataError ? { user, errors: { metadata: metadataError.toBody() } } : { user }
+      })
+    } catch (error) {
+      if (isUniqueViolation(error, 'users_email_unique')) {
+        throw conflict('email_already_exists', 'The provided email is already in use by another user')
+      }
+      throw error
+    }
+  }
+
+  async getMe(principal: Principal): Promise<User> {
+    const row = principal.userId === null ? undefined : await repository.findActiveUser(this.db, principal.organizationId, principal.userId)
+    if (!row) throw notFound('user')
+    return toUser(row)
+  }
+
+  async deleteMe(principal: Principal, input: DeleteUserBody, context: UserContext): Promise<void> {
+    const deleted = principal.userId !== null &&
+      (await repository.markUserDeleted(this.db, principal.organizationId, principal.userId, new Date(), {
+        ...input.review,
+        context: definedOnly(context),
+        clientId: principal.clientId,
+      }))
+    if (!deleted) throw notFound('user')
+  }
+
+  /** The type of an active user of the organization, for resolving `X-On-Behalf-Of`. */
+  async findUserType(organizationId: string, userId: string): Promise<'individual' | 'business' | null> {
+    return (await repository.findActiveUserType(this.db, organizationId, userId)) ?? null
+  }
+}
