@@ -53,7 +53,8 @@ const AuthorizationServerMetadata = component(
 
 export function authRoutes(deps: { auth: AuthService; signer: TokenSigner; publicUrl: string; tokenRateLimitPerMinute: number }) {
   return async function routes(app: App): Promise<void> {
-    // Form bodies are accepted by the token endpoint only; everything else speaks JSON.
+    // RFC 6749 §4.4.2: token requests are form-encoded, and form bodies are accepted here only.
+    app.removeContentTypeParser('application/json')
     await app.register(formbody)
 
     app.post(

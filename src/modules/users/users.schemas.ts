@@ -10,14 +10,12 @@ const SubdivisionCode = component(
 
 export const TermsOfServiceCode = component(
   'terms-of-service-code-general',
-  Type.Union(
-    ['general-us-hq', 'general-gb-fca', 'general-pt-bop', 'general-lt-fcs', 'general-bs-scb'].map((code) => Type.Literal(code)),
+  Type.Enum(['general-us-hq', 'general-gb-fca', 'general-pt-bop', 'general-lt-fcs', 'general-bs-scb'],
     { description: 'General terms of service the user agreed to.' },
   ),
 )
 
-const LegalEntityType = Type.Union(
-  ['government-entity', 'non-profit', 'partnership', 'private-limited-company', 'public-company', 'sole-proprietor'].map((t) => Type.Literal(t)),
+const LegalEntityType = Type.Enum(['government-entity', 'non-profit', 'partnership', 'private-limited-company', 'public-company', 'sole-proprietor'],
   { description: 'Legal form of the business.' },
 )
 
@@ -166,8 +164,7 @@ export const DeleteUserBody = component(
   'delete-user-review',
   Type.Object({
     review: Type.Object({
-      reason: Type.Union(
-        ['business-decision', 'closure-per-user-request', 'compliance-violation', 'fraud-violation', 'other'].map((r) => Type.Literal(r)),
+      reason: Type.Enum(['business-decision', 'closure-per-user-request', 'compliance-violation', 'fraud-violation', 'other'],
         { description: 'Why the user is deleted.' },
       ),
       note: Type.Optional(Type.String({ pattern: NoEdgeSpaces, maxLength: 1000, description: 'Free-text note about the deletion.' })),

@@ -1,0 +1,234 @@
+import assert from 'node:assert/strict'
+import { generateKeyPairSync } from 'node:crypto'
+import { after, before, describe, test } from 'node:test'
+import type { Subject } from '../src/http/principal.ts'
+import { TokenSigner } from '../src/modules/auth/tokens.ts'
+import { bearer, ENGINES, individualUser, PUBLIC_URL, startApp, USER_IP, type TestContext, type TestResponse } from './helpers.ts'
+
+interface RouteCase {
+  operationId: string
+  method: 'GET' | 'POST' | 'DELETE'
+  url: string
+  scope: string
+  subjects: Subject[]
+  success: number
+  headers?: Record<string, string>
+  body?: () => Record<string, unknown>
+  /** A body that breaks the schema, with the violation it must report. */
+  invalidBody?: { body: unknown; property: string; rule: string }
+}
+
+/** Every operation that requires a token; a test below fails when the document has one not listed here. */
+const ROUTES: RouteCase[] = [
+  {
+    operationId: 'core.create-user',
+    method: 'POST',
+    url: '/core/users',
+    scope: 'core.users:create',
+    subjects: ['client'],
+    success: 201,
+    headers: { 'x-service-user-ip': USER_IP },
+    body: () => individualUser(),
+    invalidBody: { body: { ...individualUser(), email: 42 }, property: 'email', rule: 'type' },
+  },
+  {
+    operationId: 'core.get-user',
+    method: 'GET',
+    url: '/core/users/me',
+    scope: 'core.users:read',
+    subjects: ['user:business', 'user:individual'],
+    success: 200,
+  },
+  {
+    operationId: 'core.delete-user',
+    method: 'DELETE',
+    url: '/core/users/me',
+    scope: 'core.users:delete',
+    subjects: ['user:business', 'user:individual'],
+    success: 204,
+    body: () => ({ review: { reason: 'closure-per-user-request' } }),
+    invalidBody: { body: { review: { reason: 'because' } }, property: 'review.reason', rule: 'enum' },
+  },
+]
+
+const businessUser = () => ({
+  type: 'business',
+  email: `biz-${Math.random().toString(36).slice(2)}@example.com`,
+  country: 'GB',
+  legalEntityType: 'private-limited-company',
+  termsOfService: 'general-gb-fca',
+})
+
+function assertError(response: TestResponse, status: number, code: string) {
+  assert.equal(response.status, status, response.body)
+  assert.equal(response.json().code, code, response.body)
+}
+
+for (const engine of ENGINES) {
+  describe(`authorization [${engine}]`, () => {
+    let ctx: TestContext
+    let token: string
+    let individualId: string
+    let businessId: string
+
+    before(async () => {
+      ctx = await startApp(engine)
+      token = await ctx.token()
+      individualId = (await ctx.createUser(token)).id
+      businessId = (await ctx.createUser(token, businessUser())).id
+    })
+    after(() => ctx.close())
+
+    test('every secured operation of the document is covered by this matrix', () => {
+      const document = ctx.app.swagger() as { paths: Record<string, Record<string, { operationId?: string; security?: unknown[] }>> }
+      const secured = Object.values(document.paths)
+        .flatMap((operations) => Object.values(operations))
+        .filter((operation) => Array.isArray(operation.security) && operation.security.length > 0)
+        .map((operation) => operation.operationId)
+      assert.deepEqual(secured.sort(), ROUTES.map((r) => r.operationId).sort())
+    })
+
+    /** A fresh user of the right kind for a route that acts on behalf of a user (routes may delete it). */
+    async function actingUser(subject: Subject): Promise<string> {
+      return (await ctx.createUser(token, subject === 'user:business' ? businessUser() : individualUser())).id
+    }
+
+    function send(route: RouteCase, headers: Record<string, string>, body: unknown = route.body?.()) {
+      return ctx.request({ method: route.method, url: route.url, headers: { ...route.headers, ...headers }, ...(body === undefined ? {} : { payload: body as Record<string, unknown> }) })
+    }
+
+    for (const route of ROUTES) {
+      describe(`${route.method} ${route.url}`, () => {
+        const userSubject = route.subjects.find((s) => s !== 'client')
+
+        test('succeeds for every allowed subject', async () => {
+          for (const subject of route.subjects) {
+            const userId = subject === 'client' ? undefined : await actingUser(subject)
+            const response = await send(route, bearer(token, userId))
+            assert.equal(response.status, route.success, `${subject}: ${response.body}`)
+          }
+        })
+
+        test('a missing or malformed token is 401 token_invalid', async () => {
+          assertError(await send(route, {}), 401, 'token_invalid')
+          assertError(await send(route, { authorization: 'Bearer not.a.jwt' }), 401, 'token_invalid')
+          assertError(await send(route, { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` }), 401, 'token_invalid')
+          const tampered = token.slice(0, -4) + (token.endsWith('AAAA') ? 'BBBB' : 'AAAA')
+          assertError(await send(route, { authorization: `Bearer ${tampered}` }), 401, 'token_invalid')
+        })
+
+        test('a token signed by another key or for another issuer is 401 token_invalid', async () => {
+          const foreignKey = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString()
+          const claims = { clientId: ctx.client.clientId, organizationId: ctx.client.organizationId, scopes: [route.scope, 'core.users:act-on-behalf-of'], ttlSeconds: 600 }
+          const foreign = await new TokenSigner(foreignKey, PUBLIC_URL, PUBLIC_URL).sign(claims)
+          assertError(await send(route, { authorization: `Bearer ${foreign}` }), 401, 'token_invalid')
+          const otherIssuer = await new TokenSigner(ctx.secrets.tokenSigningKey, 'https://elsewhere.example', PUBLIC_URL).sign(claims)
+          assertError(await send(route, { authorization: `Bearer ${otherIssuer}` }), 401, 'token_invalid')
+        })
+
+        test('an expired token is 401 token_expired', async () => {
+          const signer = new TokenSigner(ctx.secrets.tokenSigningKey, PUBLIC_URL, PUBLIC_URL)
+          const expired = await signer.sign({ clientId: ctx.client.clientId, organizationId: ctx.client.organizationId, scopes: [route.scope], ttlSeconds: -120 })
+          assertError(await send(route, { authorization: `Bearer ${expired}` }), 401, 'token_expired')
+        })
+
+        test('a token of a revoked client is 401 token_revoked', async () => {
+          const client = await ctx.newClient()
+          const revokedToken = await ctx.token(client)
+          await ctx.services.clients.revoke(client.clientId)
+          assertError(await send(route, bearer(revokedToken)), 401, 'token_revoked')
+        })
+
+        test('a token without the scope is 403 token_insufficient_scopes', async () => {
+          const narrow = await ctx.newClient('core.users:act-on-behalf-of core.users.metadata:read', ctx.client.organizationId)
+          const userId = userSubject ? await actingUser(userSubject) : undefined
+          const response = await send(route, bearer(await ctx.token(narrow), userId))
+          assertError(response, 403, 'token_insufficient_scopes')
+          const [security] = response.json<{ details: { security: { scheme: string; schemeScopes: string[]; tokenScopes: string[] }[] } }>().details.security
+          assert.ok(security!.schemeScopes.includes(route.scope))
+          assert.deepEqual(security!.tokenScopes.sort(), ['core.users.metadata:read', 'core.users:act-on-behalf-of'])
+        })
+
+        test('a subject the route does not allow is 403 subject_not_allowed', async () => {
+          if (!route.subjects.includes('client')) {
+            assertError(await send(route, bearer(token)), 403, 'subject_not_allowed')
+          }
+          for (const subject of ['user:individual', 'user:business'] as const) {
+            if (route.subjects.includes(subject)) continue
+            const response = await send(route, bearer(token, subject === 'user:individual' ? individualId : businessId))
+            assertError(response, 403, 'subject_not_allowed')
+          }
+        })
+
+        if (userSubject) {
+          test('acting for a user needs core.users:act-on-behalf-of', async () => {
+            const noActing = await ctx.newClient(route.scope, ctx.client.organizationId)
+            const response = await send(route, bearer(await ctx.token(noActing), await actingUser(userSubject)))
+            assertError(response, 403, 'token_insufficient_scopes')
+            assert.ok(JSON.stringify(response.json().details).includes('core.users:act-on-behalf-of'))
+          })
+
+          test("another organization's user is 404 entity_not_found", async () => {
+            const otherToken = await ctx.token(await ctx.newClient())
+            const foreignUser = (await ctx.createUser(otherToken, userSubject === 'user:business' ? businessUser() : individualUser())).id
+            const response = await send(route, bearer(token, foreignUser))
+            assertError(response, 404, 'entity_not_found')
+            assert.equal(response.json<{ details: { entity: string } }>().details.entity, 'user')
+          })
+
+          test('an unknown or deleted user is 404 entity_not_found', async () => {
+            assertError(await send(route, bearer(token, '0190a8c1-0000-7000-8000-000000000000')), 404, 'entity_not_found')
+            const deleted = await actingUser(userSubject)
+            const removal = await ctx.request({ method: 'DELETE', url: '/core/users/me', headers: bearer(token, deleted), payload: { review: { reason: 'other' } } })
+            assert.equal(removal.status, 204)
+            assertError(await send(route, bearer(token, deleted)), 404, 'entity_not_found')
+          })
+
+          test('a malformed X-On-Behalf-Of is 400 request_invalid', async () => {
+            for (const value of ['user', 'user not-a-uuid', `account ${individualId}`, `user  ${individualId}`]) {
+              const response = await send(route, { authorization: `Bearer ${token}`, 'x-on-behalf-of': value })
+              assertError(response, 400, 'request_invalid')
+              assert.equal(response.json<{ details: { context: string } }>().details.context, 'headers')
+            }
+          })
+        }
+
+        if (route.invalidBody) {
+          const invalid = route.invalidBody
+          test('a malformed body is 400 request_invalid with violations', async () => {
+            const userId = userSubject ? await actingUser(userSubject) : undefined
+            const response = await send(route, bearer(token, userId), invalid.body)
+            assertError(response, 400, 'request_invalid')
+            const details = response.json<{ details: { context: string; violations: { property: string; rule: string }[] } }>().details
+            assert.equal(details.context, 'body')
+            assert.ok(
+              details.violations.some((v) => v.property === invalid.property && v.rule === invalid.rule),
+              JSON.stringify(details.violations),
+            )
+          })
+        }
+      })
+    }
+  })
+
+  describe(`per-client rate limit [${engine}]`, () => {
+    let ctx: TestContext
+    before(async () => {
+      ctx = await startApp(engine, { RATE_LIMIT_PER_MINUTE: '3' })
+    })
+    after(() => ctx.close())
+
+    test('requests beyond the limit get 429 with Retry-After; other clients are not affected', async () => {
+      const token = await ctx.token()
+      const userId = (await ctx.createUser(token)).id
+      for (let i = 0; i < 2; i++) assert.equal((await ctx.request({ method: 'GET', url: '/core/users/me', headers: bearer(token, userId) })).status, 200)
+      const limited = await ctx.request({ method: 'GET', url: '/core/users/me', headers: bearer(token, userId) })
+      assertError(limited, 429, 'too_many_requests')
+      assert.ok(Number(limited.headers['retry-after']) > 0)
+
+      const otherToken = await ctx.token(await ctx.newClient())
+      const otherUser = (await ctx.createUser(otherToken)).id
+      assert.equal((await ctx.request({ method: 'GET', url: '/core/users/me', headers: bearer(otherToken, otherUser) })).status, 200)
+    })
+  })
+}

@@ -1,0 +1,169 @@
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import type { InjectOptions } from 'fastify'
+import pg from 'pg'
+import { buildApp, type Services } from '../src/app.ts'
+import { loadConfig, type Config } from '../src/config.ts'
+import { migrateToLatest, openDatabase, type DatabaseHandle, type Engine } from '../src/db/database.ts'
+import type { App } from '../src/http/types.ts'
+import { loadOrCreateSecrets, type SandboxSecrets } from '../src/lib/data-dir.ts'
+import type { ClientCredentials } from '../src/modules/auth/clients.service.ts'
+import { OpenApiValidator } from './openapi-validator.ts'
+
+export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || undefined
+
+/** Every engine the suite runs on here: PGlite always, PostgreSQL when TEST_DATABASE_URL is set. */
+export const ENGINES: Engine[] = TEST_DATABASE_URL ? ['pglite', 'postgres'] : ['pglite']
+
+export const PUBLIC_URL = 'http://tessera.test'
+export const USER_IP = '203.0.113.7'
+
+export interface TestResponse {
+  status: number
+  headers: Record<string, string | string[] | number | undefined>
+  body: string
+  json<T = Record<string, unknown>>(): T
+}
+
+export interface TestContext {
+  engine: Engine
+  app: App
+  services: Services
+  config: Config
+  secrets: SandboxSecrets
+  database: DatabaseHandle
+  validator: OpenApiValidator
+  /** A client of its own organization holding every scope. */
+  client: ClientCredentials
+  /** Sends a request and checks the response against the generated OpenAPI document. */
+  request(options: InjectOptions): Promise<TestResponse>
+  /** Creates a client in a new organization (or the given one). */
+  newClient(scopes?: string, organizationId?: string): Promise<ClientCredentials>
+  token(client?: ClientCredentials, scope?: string): Promise<string>
+  createUser(token: string, body?: Record<string, unknown>): Promise<{ id: string } & Record<string, unknown>>
+  close(): Promise<void>
+}
+
+async function createSchema(url: string): Promise<string> {
+  const schema = `test_${randomBytes(6).toString('hex')}`
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  await client.query(`create schema ${schema}`)
+  await client.end()
+  return schema
+}
+
+async function dropSchema(url: string, schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  await client.query(`drop schema if exists ${schema} cascade`)
+  await client.end()
+}
+
+/** Opens a fresh database on the engine: an in-memory PGlite, or a new schema on the test PostgreSQL server. */
+export async function openTestDatabase(engine: Engine, config: Config): Promise<{ database: DatabaseHandle; cleanup: () => Promise<void> }> {
+  if (engine === 'pglite') {
+    const database = await openDatabase({ ...config, databaseUrl: null, dataDir: null })
+    await migrateToLatest(database.db)
+    return { database, cleanup: async () => {} }
+  }
+  assert.ok(TEST_DATABASE_URL, 'TEST_DATABASE_URL is required for the postgres engine')
+  const schema = await createSchema(TEST_DATABASE_URL)
+  const database = await openDatabase({ ...config, databaseUrl: TEST_DATABASE_URL, databasePoolSize: 4, searchPath: schema })
+  await migrateToLatest(database.db)
+  return { database, cleanup: () => dropSchema(TEST_DATABASE_URL, schema) }
+}
+
+export function testConfig(env: Record<string, string> = {}): Config {
+  return loadConfig({
+    DATA_DIR: ':memory:',
+    PUBLIC_URL,
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_PER_MINUTE: '0',
+    TOKEN_RATE_LIMIT_PER_MINUTE: '0',
+    ...env,
+  })
+}
+
+export function basicAuth(client: { clientId: string; clientSecret: string }): string {
+  return `Basic ${Buffer.from(`${encodeURIComponent(client.clientId)}:${encodeURIComponent(client.clientSecret)}`).toString('base64')}`
+}
+
+export function individualUser(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    type: 'individual',
+    email: `user-${randomBytes(5).toString('hex')}@example.com`,
+    termsOfService: 'general-gb-fca',
+    primaryCitizenship: 'GB',
+    address: { country: 'GB', subdivision: 'GB-MAN' },
+    ...overrides,
+  }
+}
+
+export async function startApp(engine: Engine, env: Record<string, string> = {}): Promise<TestContext> {
+  const config = testConfig(env)
+  const { database, cleanup } = await openTestDatabase(engine, config)
+  const secrets = loadOrCreateSecrets(null, config)
+  const { app, services } = await buildApp({ config, database, secrets, onClose: cleanup })
+
+  const docResponse = await app.inject({ method: 'GET', url: '/openapi.json' })
+  assert.equal(docResponse.statusCode, 200)
+  const validator = new OpenApiValidator(docResponse.json())
+
+  const request = async (options: InjectOptions): Promise<TestResponse> => {
+    const response = await app.inject(options)
+    const result: TestResponse = {
+      status: response.statusCode,
+      headers: response.headers,
+      body: response.body,
+      json: <T>() => JSON.parse(response.body) as T,
+    }
+    validator.check({ method: String(options.method ?? 'GET'), url: String(options.url ?? '/'), status: result.status, headers: result.headers, body: result.body })
+    return result
+  }
+
+  const newClient = (scopes = '*', organizationId?: string) => services.clients.create({ name: 'Test client', scopes, organizationId })
+
+  const token = async (client: ClientCredentials = context.client, scope?: string): Promise<string> => {
+    const response = await request({
+      method: 'POST',
+      url: '/core/oauth2/token',
+      headers: { authorization: basicAuth(client), 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams({ grant_type: 'client_credentials', ...(scope !== undefined ? { scope } : {}) }).toString(),
+    })
+    assert.equal(response.status, 200, response.body)
+    return response.json<{ access_token: string }>().access_token
+  }
+
+  const createUser = async (accessToken: string, body: Record<string, unknown> = individualUser()) => {
+    const response = await request({
+      method: 'POST',
+      url: '/core/users',
+      headers: { authorization: `Bearer ${accessToken}`, 'x-service-user-ip': USER_IP },
+      payload: body,
+    })
+    assert.equal(response.status, 201, response.body)
+    return response.json<{ user: { id: string } & Record<string, unknown> }>().user
+  }
+
+  const context: TestContext = {
+    engine,
+    app,
+    services,
+    config,
+    secrets,
+    database,
+    validator,
+    client: await newClient(),
+    request,
+    newClient,
+    token,
+    createUser,
+    close: () => app.close(),
+  }
+  return context
+}
+
+export function bearer(token: string, userId?: string): Record<string, string> {
+  return userId === undefined ? { authorization: `Bearer ${token}` } : { authorization: `Bearer ${token}`, 'x-on-behalf-of': `user ${userId}` }
+}

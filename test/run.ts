@@ -1,0 +1,48 @@
+/**
+ * Runs the whole suite: unit tests beside the code (src/**\/*.test.ts), HTTP tests (test/*.test.ts) on
+ * every available engine, and browser tests (test/browser) when Chromium is installed.
+ *
+ * Under CI=true nothing may be skipped: PostgreSQL (TEST_DATABASE_URL) and Chromium are required.
+ */
+import { spawn } from 'node:child_process'
+import fs from 'node:fs'
+import path from 'node:path'
+
+const root = path.resolve(import.meta.dirname, '..')
+const chromium = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+const ci = process.env.CI === 'true'
+
+const problems: string[] = []
+if (ci && !process.env.TEST_DATABASE_URL) problems.push('TEST_DATABASE_URL is not set: the PostgreSQL suite would be skipped')
+if (ci && !fs.existsSync(chromium)) problems.push(`Chromium was not found at ${chromium}: the browser suite would be skipped`)
+if (problems.length > 0) {
+  process.stderr.write(`Refusing to run a partial suite in CI:\n${problems.map((p) => `  - ${p}`).join('\n')}\n`)
+  process.exit(1)
+}
+
+function collect(dir: string, match: (file: string) => boolean): string[] {
+  if (!fs.existsSync(dir)) return []
+  return fs
+    .readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .filter(match)
+    .map((file) => path.join(dir, file))
+    .sort()
+}
+
+const filter = process.argv.slice(2)
+const browser = fs.existsSync(chromium)
+const files = [
+  ...collect(path.join(root, 'src'), (f) => f.endsWith('.test.ts')),
+  ...collect(path.join(root, 'test'), (f) => f.endsWith('.test.ts') && !f.startsWith('browser')),
+  ...(browser ? collect(path.join(root, 'test', 'browser'), (f) => f.endsWith('.test.ts')) : []),
+].filter((file) => filter.length === 0 || filter.some((f) => file.includes(f)))
+
+const engines = process.env.TEST_DATABASE_URL ? 'pglite, postgres' : 'pglite (set TEST_DATABASE_URL to add PostgreSQL)'
+process.stdout.write(`Engines: ${engines}. Browser tests: ${browser ? 'on' : `off (no Chromium at ${chromium})`}. Files: ${files.length}.\n`)
+
+const child = spawn(process.execPath, ['--test', '--test-reporter=spec', '--test-concurrency=2', ...files], {
+  cwd: root,
+  stdio: 'inherit',
+  env: { ...process.env, CHROMIUM_PATH: chromium },
+})
+child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)))

@@ -1,0 +1,222 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose'
+import * as oauth from 'oauth4webapi'
+import { ALL_SCOPES } from '../src/modules/auth/scopes.ts'
+import { basicAuth, ENGINES, PUBLIC_URL, startApp, type TestContext, type TestResponse } from './helpers.ts'
+
+const FORM = 'application/x-www-form-urlencoded'
+
+for (const engine of ENGINES) {
+  describe(`token endpoint [${engine}]`, () => {
+    let ctx: TestContext
+    before(async () => {
+      ctx = await startApp(engine)
+    })
+    after(() => ctx.close())
+
+    const tokenRequest = (form: string | Record<string, string>, headers: Record<string, string> = {}) =>
+      ctx.request({
+        method: 'POST',
+        url: '/core/oauth2/token',
+        headers: { 'content-type': FORM, ...headers },
+        payload: typeof form === 'string' ? form : new URLSearchParams(form).toString(),
+      })
+
+    function assertOAuthError(response: TestResponse, status: number, error: string) {
+      assert.equal(response.status, status, response.body)
+      const body = response.json<{ error: string; error_description?: string }>()
+      assert.equal(body.error, error)
+      assert.equal(typeof body.error_description, 'string')
+      if (status === 401) assert.match(String(response.headers['www-authenticate']), /^Basic realm="tessera"/)
+    }
+
+    /** Routes oauth4webapi's requests into the app without a socket. */
+    const viaApp = async (url: string, options: oauth.CustomFetchOptions<string, unknown>): Promise<Response> => {
+      const target = new URL(url)
+      const response = await ctx.request({
+        method: options.method as 'GET' | 'POST',
+        url: `${target.pathname}${target.search}`,
+        headers: options.headers,
+        payload: typeof options.body === 'string' ? options.body : options.body ? String(options.body) : undefined,
+      })
+      const headers = new Headers()
+      for (const [name, value] of Object.entries(response.headers)) if (value !== undefined) headers.set(name, String(value))
+      return new Response(response.body, { status: response.status, headers })
+    }
+    const clientOptions = { [oauth.customFetch]: viaApp, [oauth.allowInsecureRequests]: true }
+
+    async function discover() {
+      const issuer = new URL(PUBLIC_URL)
+      return oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { ...clientOptions, algorithm: 'oauth2' }))
+    }
+
+    test('a standard OAuth 2.0 client obtains a token with client_secret_basic', async () => {
+      const as = await discover()
+      assert.equal(as.token_endpoint, `${PUBLIC_URL}/core/oauth2/token`)
+      assert.deepEqual(as.grant_types_supported, ['client_credentials'])
+      const client = { client_id: ctx.client.clientId }
+      const response = await oauth.clientCredentialsGrantRequest(as, client, oauth.ClientSecretBasic(ctx.client.clientSecret), new URLSearchParams({ scope: 'core.users:read core.users:create' }), clientOptions)
+      const result = await oauth.processClientCredentialsResponse(as, client, response)
+      assert.equal(result.token_type, 'bearer')
+      assert.equal(result.scope, 'core.users:read core.users:create')
+      assert.equal(result.expires_in, ctx.config.accessTokenTtlSeconds)
+    })
+
+    test('a standard OAuth 2.0 client obtains a token with client_secret_post', async () => {
+      const as = await discover()
+      const client = { client_id: ctx.client.clientId }
+      const response = await oauth.clientCredentialsGrantRequest(as, client, oauth.ClientSecretPost(ctx.client.clientSecret), new URLSearchParams(), clientOptions)
+      const result = await oauth.processClientCredentialsResponse(as, client, response)
+      assert.equal(result.scope, ALL_SCOPES.join(' '), 'an omitted scope grants every scope of the client')
+    })
+
+    test('the token response is not cacheable and names the organization', async () => {
+      const response = await tokenRequest({ grant_type: 'client_credentials' }, { authorization: basicAuth(ctx.client) })
+      assert.equal(response.status, 200)
+      assert.equal(response.headers['cache-control'], 'no-store')
+      assert.equal(response.headers.pragma, 'no-cache')
+      assert.equal(response.headers['x-service-organization-id'], ctx.client.organizationId)
+    })
+
+    test('access tokens are RFC 9068 JWTs verifiable with the published key set', async () => {
+      const token = await ctx.token(ctx.client, 'core.users:read')
+      const jwks = (await ctx.request({ method: 'GET', url: '/.well-known/jwks.json' })).json<{ keys: Record<string, unknown>[] }>()
+      assert.equal(jwks.keys.length, 1)
+      assert.equal(jwks.keys[0]!.d, undefined, 'the key set must not contain private key material')
+      const { payload, protectedHeader } = await jwtVerify(token, createLocalJWKSet(jwks as never), { issuer: PUBLIC_URL, audience: PUBLIC_URL })
+      assert.equal(protectedHeader.typ, 'at+jwt')
+      assert.equal(protectedHeader.alg, 'ES256')
+      assert.equal(decodeProtectedHeader(token).kid, jwks.keys[0]!.kid)
+      assert.equal(payload.sub, ctx.client.clientId)
+      assert.equal(payload.client_id, ctx.client.clientId)
+      assert.equal(payload.organization_id, ctx.client.organizationId)
+      assert.equal(payload.scope, 'core.users:read')
+      assert.equal(typeof payload.jti, 'string')
+      assert.equal(payload.exp! - payload.iat!, ctx.config.accessTokenTtlSeconds)
+    })
+
+    test('a narrower client only gets what it was granted, and can narrow further', async () => {
+      const narrow = await ctx.newClient('core.users:read core.users:create')
+      const all = await tokenRequest({ grant_type: 'client_credentials' }, { authorization: basicAuth(narrow) })
+      assert.equal(all.json().scope, 'core.users:create core.users:read')
+      const one = await tokenRequest({ grant_type: 'client_credentials', scope: 'core.users:read' }, { authorization: basicAuth(narrow) })
+      assert.equal(one.json().scope, 'core.users:read')
+    })
+
+    describe('RFC 6749 §5.2 errors', () => {
+      test('a missing grant_type is invalid_request', async () => {
+        assertOAuthError(await tokenRequest({}, { authorization: basicAuth(ctx.client) }), 400, 'invalid_request')
+      })
+
+      test('an unsupported grant type is unsupported_grant_type', async () => {
+        for (const grant of ['refresh_token', 'authorization_code', 'password', 'urn:example:other']) {
+          assertOAuthError(await tokenRequest({ grant_type: grant }, { authorization: basicAuth(ctx.client) }), 400, 'unsupported_grant_type')
+        }
+      })
+
+      test('an unknown scope is invalid_scope', async () => {
+        assertOAuthError(await tokenRequest({ grant_type: 'client_credentials', scope: 'core.users:read core.everything:*' }, { authorization: basicAuth(ctx.client) }), 400, 'invalid_scope')
+      })
+
+      test('a scope the client was not granted is invalid_scope', async () => {
+        const narrow = await ctx.newClient('core.users:read')
+        assertOAuthError(await tokenRequest({ grant_type: 'client_credentials', scope: 'core.users:create' }, { authorization: basicAuth(narrow) }), 400, 'invalid_scope')
+      })
+
+      test('a malformed scope is invalid_request', async () => {
+        assertOAuthError(await tokenRequest({ grant_type: 'client_credentials', scope: 'core.users:read "quoted"' }, { authorization: basicAuth(ctx.client) }), 400, 'invalid_request')
+        assertOAuthError(await tokenRequest({ grant_type: 'client_credentials', scope: 'x'.repeat(5000) }, { authorization: basicAuth(ctx.client) }), 400, 'invalid_request')
+      })
+
+      test('a parameter sent twice is invalid_request', async () => {
+        assertOAuthError(await tokenRequest('grant_type=client_credentials&grant_type=client_credentials', { authorization: basicAuth(ctx.client) }), 400, 'invalid_request')
+      })
+
+      test('two client authentication methods at once are invalid_request', async () => {
+        const form = { grant_type: 'client_credentials', client_id: ctx.client.clientId, client_secret: ctx.client.clientSecret }
+        assertOAuthError(await tokenRequest(form, { authorization: basicAuth(ctx.client) }), 400, 'invalid_request')
+      })
+
+      test('a body that is not form-encoded is invalid_request', async () => {
+        const response = await ctx.request({
+          method: 'POST',
+          url: '/core/oauth2/token',
+          headers: { authorization: basicAuth(ctx.client), 'content-type': 'application/json' },
+          payload: { grant_type: 'client_credentials' },
+        })
+        assertOAuthError(response, 400, 'invalid_request')
+      })
+
+      test('a wrong secret is invalid_client with WWW-Authenticate', async () => {
+        assertOAuthError(await tokenRequest({ grant_type: 'client_credentials' }, { authorization: basicAuth({ ...ctx.client, clientSecret: 'wrong-secret' }) }), 401, 'invalid_client')
+        const form = { grant_type: 'client_credentials', client_id: ctx.client.clientId, client_secret: 'wrong-secret' }
+        assertOAuthError(await tokenRequest(form), 401, 'invalid_client')
+      })
+
+      test('an unknown client is invalid_client', async () => {
+        assertOAuthError(await tokenRequest({ grant_type: 'client_credentials' }, { authorization: basicAuth({ clientId: '6a3c3d0e-7f4e-4f7c-9d42-5d3f1a2b3c4d', clientSecret: 'x' }) }), 401, 'invalid_client')
+        assertOAuthError(await tokenRequest({ grant_type: 'client_credentials' }, { authorization: basicAuth({ clientId: 'not-a-uuid', clientSecret: 'x' }) }), 401, 'invalid_client')
+      })
+
+      test('a malformed Authorization header is invalid_client', async () => {
+        for (const authorization of ['Basic', 'Basic !!!', `Basic ${Buffer.from('no-separator').toString('base64')}`, 'Bearer abc']) {
+          assertOAuthError(await tokenRequest({ grant_type: 'client_credentials' }, { authorization }), 401, 'invalid_client')
+        }
+      })
+
+      test('no client authentication at all is invalid_client', async () => {
+        assertOAuthError(await tokenRequest({ grant_type: 'client_credentials' }), 401, 'invalid_client')
+        assertOAuthError(await tokenRequest({ grant_type: 'client_credentials', client_id: ctx.client.clientId }), 401, 'invalid_client')
+      })
+
+      test('a revoked client is invalid_client', async () => {
+        const revoked = await ctx.newClient()
+        await ctx.services.clients.revoke(revoked.clientId)
+        assertOAuthError(await tokenRequest({ grant_type: 'client_credentials' }, { authorization: basicAuth(revoked) }), 401, 'invalid_client')
+      })
+
+      test('oauth4webapi surfaces the server error to the client', async () => {
+        const as = await discover()
+        const client = { client_id: ctx.client.clientId }
+        const response = await oauth.clientCredentialsGrantRequest(as, client, oauth.ClientSecretBasic('wrong'), new URLSearchParams(), clientOptions)
+        await assert.rejects(oauth.processClientCredentialsResponse(as, client, response), (error: unknown) => {
+          // A 401 with a WWW-Authenticate challenge surfaces as the challenge; either way the client sees invalid_client.
+          if (error instanceof oauth.WWWAuthenticateChallengeError) {
+            assert.equal(error.response.status, 401)
+            assert.equal(error.cause[0]?.scheme, 'basic')
+          } else {
+            assert.ok(error instanceof oauth.ResponseBodyError, String(error))
+            assert.equal(error.error, 'invalid_client')
+          }
+          return true
+        })
+      })
+    })
+  })
+
+  describe(`token endpoint rate limit [${engine}]`, () => {
+    let ctx: TestContext
+    before(async () => {
+      ctx = await startApp(engine, { TOKEN_RATE_LIMIT_PER_MINUTE: '3' })
+    })
+    after(() => ctx.close())
+
+    test('token requests beyond the limit get 429 with Retry-After, per client', async () => {
+      const other = await ctx.newClient()
+      const send = (client: typeof other) =>
+        ctx.request({
+          method: 'POST',
+          url: '/core/oauth2/token',
+          headers: { 'content-type': FORM, authorization: basicAuth(client) },
+          payload: 'grant_type=client_credentials',
+        })
+      for (let i = 0; i < 3; i++) assert.equal((await send(ctx.client)).status, 200)
+      const limited = await send(ctx.client)
+      assert.equal(limited.status, 429)
+      assert.equal(limited.json().code, 'too_many_requests')
+      assert.ok(Number(limited.headers['retry-after']) > 0)
+      assert.equal((await send(other)).status, 200, 'another client keeps its own budget')
+    })
+  })
+}
