@@ -22,7 +22,7 @@ async function openForCommand(config: Config, purpose: string): Promise<{ databa
   const release = config.databaseUrl === null && config.dataDir !== null ? lockDataDir(config.dataDir, purpose) : () => {}
   try {
     const database = await openDatabase(config)
-    await migrateToLatest(database.db)
+    await migrateToLatest(database)
     return { database, release }
   } catch (error) {
     release()
@@ -127,7 +127,7 @@ async function main(argv: string[]): Promise<void> {
       return serve(config)
     case 'migrate': {
       const { database, release } = await openForCommand(config, 'stop the server first; it applies migrations itself when it starts.')
-      const applied = await migrateToLatest(database.db)
+      const applied = await migrateToLatest(database)
       await database.close()
       release()
       process.stdout.write(applied.length > 0 ? `Applied ${applied.join(', ')}\n` : 'The database is up to date\n')

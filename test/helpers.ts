@@ -64,13 +64,13 @@ async function dropSchema(url: string, schema: string): Promise<void> {
 export async function openTestDatabase(engine: Engine, config: Config): Promise<{ database: DatabaseHandle; cleanup: () => Promise<void> }> {
   if (engine === 'pglite') {
     const database = await openDatabase({ ...config, databaseUrl: null, dataDir: null })
-    await migrateToLatest(database.db)
+    await migrateToLatest(database)
     return { database, cleanup: async () => {} }
   }
   assert.ok(TEST_DATABASE_URL, 'TEST_DATABASE_URL is required for the postgres engine')
   const schema = await createSchema(TEST_DATABASE_URL)
   const database = await openDatabase({ ...config, databaseUrl: TEST_DATABASE_URL, databasePoolSize: 4, searchPath: schema })
-  await migrateToLatest(database.db)
+  await migrateToLatest(database)
   return { database, cleanup: () => dropSchema(TEST_DATABASE_URL, schema) }
 }
 

@@ -12,6 +12,8 @@ export type Engine = 'pglite' | 'postgres'
 export interface DatabaseHandle {
   db: Db
   engine: Engine
+  /** The PostgreSQL schema the tables live in, when not the default one. */
+  schema?: string
   close(): Promise<void>
 }
 
@@ -31,7 +33,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
     // An idle client that loses its connection must not crash the process; the pool replaces it.
     pool.on('error', () => {})
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
-    return { db, engine: 'postgres', close: () => db.destroy() }
+    return { db, engine: 'postgres', ...(options.searchPath ? { schema: options.searchPath } : {}), close: () => db.destroy() }
   }
 
   const { PGlite } = await import('@electric-sql/pglite')
@@ -42,8 +44,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
   return { db, engine: 'pglite', close: () => db.destroy() }
 }
 
-export async function migrateToLatest(db: Db): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: migrationProvider })
+export async function migrateToLatest(handle: Pick<DatabaseHandle, 'db' | 'schema'>): Promise<string[]> {
+  // The migration bookkeeping tables live beside the application tables, never in another schema.
+  const migrator = new Migrator({ db: handle.db, provider: migrationProvider, ...(handle.schema ? { migrationTableSchema: handle.schema } : {}) })
   const { error, results } = await migrator.migrateToLatest()
   if (error) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName
