@@ -106,6 +106,10 @@ for (const engine of ENGINES) {
       assert.equal(response.statusCode, 200)
       assert.match(response.headers['content-type'] as string, /text\/html/)
       assert.ok(response.headers['x-service-request-id'])
+      // Only this server's own assets, and no forced https upgrade that would blank the page over plain http.
+      const policy = String(response.headers['content-security-policy'])
+      assert.match(policy, /default-src 'self'/)
+      assert.doesNotMatch(policy, /upgrade-insecure-requests|https:|validator/)
     })
 
     describe('the generated OpenAPI document', () => {

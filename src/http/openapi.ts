@@ -117,8 +117,13 @@ export async function registerOpenApi(app: FastifyInstance, options: OpenApiOpti
 
   await app.register(swaggerUi, {
     routePrefix: '/docs',
-    uiConfig: { docExpansion: 'list', deepLinking: true, validatorUrl: null, tryItOutEnabled: true },
-    staticCSP: true,
+    // BaseLayout drops Swagger UI's top bar: its URL box is not needed and its logo needs inline styles.
+    uiConfig: { docExpansion: 'list', deepLinking: true, validatorUrl: null, tryItOutEnabled: true, layout: 'BaseLayout' },
+    // Everything is served from here: nothing may come from elsewhere, and plain-http deployments must
+    // keep working (so no upgrade-insecure-requests, which the plugin's default policy adds).
+    staticCSP:
+      "default-src 'self'; base-uri 'self'; font-src 'self' data:; frame-ancestors 'self'; img-src 'self' data:; " +
+      "object-src 'none'; script-src 'self'; script-src-attr 'none'; style-src 'self'",
     theme: { title: `${options.title} — API reference` },
   })
 }

@@ -94,6 +94,18 @@ export const CreateUserBody = component(
   'create-user-request',
   Type.Union([CreateIndividualUser, CreateLegacyIndividualUser, CreateBusinessUser], {
     description: 'An individual (current or legacy shape) or a business user. `type` defaults to `individual`.',
+    examples: [
+      {
+        type: 'individual',
+        email: 'john.doe@example.com',
+        termsOfService: 'general-gb-fca',
+        fullName: 'John Doe',
+        birthdate: '1987-01-01',
+        primaryCitizenship: 'GB',
+        address: { country: 'GB', subdivision: 'GB-MAN', city: 'Manchester', line1: '1 High Street', postalCode: 'M4 1AA' },
+        metadata: { externalId: 'crm-123' },
+      },
+    ],
   }),
 )
 export type CreateUserBody = Static<typeof CreateUserBody>
