@@ -2,7 +2,7 @@ import formbody from '@fastify/formbody'
 import Type from 'typebox'
 import { component, described, ErrorBody, OAuthErrorBody } from '../../http/schemas.ts'
 import type { App } from '../../http/types.ts'
-import type { AuthService } from './auth.service.ts'
+import { basicClientId, type AuthService } from './auth.service.ts'
 import { ALL_SCOPES } from './scopes.ts'
 import type { TokenSigner } from './tokens.ts'
 
@@ -91,9 +91,8 @@ export function authRoutes(deps: { auth: AuthService; signer: TokenSigner; publi
                 // Per client, so one client's retries cannot lock out another behind the same address.
                 keyGenerator: (request) => {
                   const body = request.body as Record<string, unknown> | undefined
-                  const header = request.headers.authorization
-                  const client = typeof body?.client_id === 'string' ? body.client_id : header ?? ''
-                  return `token:${client.slice(0, 256)}:${request.ip}`
+                  const client = typeof body?.client_id === 'string' ? body.client_id : basicClientId(request.headers.authorization) ?? ''
+                  return `token:${client.slice(0, 64)}:${request.ip}`
                 },
               }
             : false,

@@ -34,22 +34,32 @@ export interface UserDirectory {
 // RFC 6749 Appendix A.4: scope-token = 1*( %x21 / %x23-5B / %x5D-7E )
 const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/
 
-function readBasicCredentials(header: string): { clientId: string; clientSecret: string } {
-  const match = /^Basic ([A-Za-z0-9+/=]+)$/i.exec(header.trim())
-  const decoded = match ? Buffer.from(match[1]!, 'base64').toString('utf8') : ''
+/** The two parts of an HTTP Basic header, still form-encoded; undefined when it is not one. */
+function splitBasic(header: string | undefined): [string, string] | undefined {
+  const match = header === undefined ? null : /^Basic ([A-Za-z0-9+/=]+)$/i.exec(header.trim())
+  if (!match) return undefined
+  const decoded = Buffer.from(match[1]!, 'base64').toString('utf8')
   const separator = decoded.indexOf(':')
-  if (separator < 0) {
-    throw new OAuthError(401, 'invalid_client', 'Client id and secret could not be extracted from the Authorization header')
-  }
+  return separator < 0 ? undefined : [decoded.slice(0, separator), decoded.slice(separator + 1)]
+}
+
+/** The client id an HTTP Basic header names, without checking anything; for keying rate limits. */
+export function basicClientId(header: string | undefined): string | undefined {
+  return splitBasic(header)?.[0]
+}
+
+function readBasicCredentials(header: string): { clientId: string; clientSecret: string } {
+  const parts = splitBasic(header)
   // RFC 6749 §2.3.1: both parts are form-urlencoded before being joined.
   try {
-    return {
-      clientId: decodeURIComponent(decoded.slice(0, separator).replace(/\+/g, ' ')),
-      clientSecret: decodeURIComponent(decoded.slice(separator + 1).replace(/\+/g, ' ')),
+    if (parts) {
+      const [clientId, clientSecret] = parts.map((part) => decodeURIComponent(part.replace(/\+/g, ' '))) as [string, string]
+      return { clientId, clientSecret }
     }
   } catch {
-    throw new OAuthError(401, 'invalid_client', 'Client id and secret could not be extracted from the Authorization header')
+    // Malformed percent-encoding: reported below like any unreadable header.
   }
+  throw new OAuthError(401, 'invalid_client', 'Client id and secret could not be extracted from the Authorization header')
 }
 
 function optionalString(form: Record<string, unknown>, name: string): string | undefined {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { ClientRow, Db } from '../../db/schema.ts'
 import { generateSecret, hashSecret, safeEqual, sha256Hex, verifySecret } from '../../lib/secrets.ts'
+import { isUniqueViolation } from '../../db/errors.ts'
 import { isUuid } from '../../lib/ids.ts'
 import * as repository from './clients.repository.ts'
 import { ALL_SCOPES, isScope } from './scopes.ts'
@@ -114,7 +115,13 @@ export class ClientsService {
   async ensureInitialClient(initial: { clientId: string; clientSecret: string } | null, createWhenEmpty: boolean): Promise<ClientCredentials | null> {
     if (initial) {
       if (await repository.findClient(this.db, initial.clientId)) return null
-      return this.create({ name: 'Initial client', scopes: WILDCARD, ...initial })
+      try {
+        return await this.create({ name: 'Initial client', scopes: WILDCARD, ...initial })
+      } catch (error) {
+        // Processes starting together on one database: another one created it first.
+        if (isUniqueViolation(error, 'clients_pkey')) return null
+        throw error
+      }
     }
     if (!createWhenEmpty || (await repository.countClients(this.db)) > 0) return null
     return this.create({ name: 'Sandbox client', scopes: WILDCARD })

@@ -47,11 +47,15 @@ const AddressForRequest = Type.Object(
 
 const Email = (maxLength: number) => Type.String({ format: 'email', maxLength, description: 'Email address; unique among the organization\'s users.' })
 
+const PartnerOnboardedAt = Type.Optional(
+  Type.String({ format: 'date-time', deprecated: true, description: 'When the client onboarded the user; in the past.' }),
+)
+
+const IndividualIdentity = { type: Type.Literal('individual'), email: Email(254), termsOfService: TermsOfServiceCode }
+
 export const CreateIndividualUser = Type.Object(
   {
-    type: Type.Literal('individual'),
-    email: Email(254),
-    termsOfService: TermsOfServiceCode,
+    ...IndividualIdentity,
     phone: Type.Optional(Phone),
     fullName: Type.Optional(Type.String({ pattern: '^\\S+\\s+\\S+(\\s+\\S+)*$', maxLength: 200, description: 'Full legal name (at least two words).' })),
     birthdate: Type.Optional(Type.String({ format: 'date', description: 'Date of birth; the user must be 18 to 100 years old.' })),
@@ -64,13 +68,11 @@ export const CreateIndividualUser = Type.Object(
 
 export const CreateLegacyIndividualUser = Type.Object(
   {
-    type: Type.Literal('individual'),
-    email: Email(254),
-    termsOfService: TermsOfServiceCode,
+    ...IndividualIdentity,
     citizenshipCountry: { ...CountryCode, deprecated: true },
     country: { ...CountryCode, deprecated: true },
     subdivision: Type.Optional({ ...SubdivisionCode, deprecated: true }),
-    partnerOnboardedAt: Type.Optional(Type.String({ format: 'date-time', deprecated: true, description: 'When the client onboarded the user; in the past.' })),
+    partnerOnboardedAt: PartnerOnboardedAt,
     metadata: Type.Optional(Metadata),
   },
   { additionalProperties: false, title: 'Individual (legacy)' },
@@ -84,7 +86,7 @@ export const CreateBusinessUser = Type.Object(
     subdivision: Type.Optional(SubdivisionCode),
     legalEntityType: LegalEntityType,
     termsOfService: TermsOfServiceCode,
-    partnerOnboardedAt: Type.Optional(Type.String({ format: 'date-time', deprecated: true, description: 'When the client onboarded the user; in the past.' })),
+    partnerOnboardedAt: PartnerOnboardedAt,
     metadata: Type.Optional(Metadata),
   },
   { title: 'Business' },
