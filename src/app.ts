@@ -5,6 +5,7 @@ import { Ajv, type Options as AjvOptions } from 'ajv'
 import addFormats from 'ajv-formats'
 import Fastify, { LogController, type FastifyServerOptions } from 'fastify'
 import type { Config } from './config.ts'
+import { ChangeFeed } from './db/changes.ts'
 import { isReachable, type DatabaseHandle } from './db/database.ts'
 import { errorHandler, notFoundHandler } from './http/error-handler.ts'
 import { registerMetrics } from './http/metrics.ts'
@@ -78,11 +79,18 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   app.removeContentTypeParser('text/plain')
 
   const signer = new TokenSigner(deps.secrets.tokenSigningKey, config.publicUrl, config.publicUrl)
-  const clients = new ClientsService(database.db)
-  const users = new UsersService(database.db)
+  const changes = new ChangeFeed(database.schema)
+  await changes.listen(database)
+  const clients = new ClientsService(database.db, changes)
+  const users = new UsersService(database.db, changes)
   const auth = new AuthService({ clients, signer, users, ttlSeconds: config.accessTokenTtlSeconds })
 
+  // Requests still being handled when the app closes finish before the database goes away. A response
+  // always emits 'close' (sent, or its connection dropped), unlike Fastify's onResponse.
+  const inFlight = new Set<string>()
   app.addHook('onRequest', async (request, reply) => {
+    inFlight.add(request.id)
+    reply.raw.once('close', () => inFlight.delete(request.id))
     reply.header(REQUEST_ID_HEADER, request.id)
     const routeAuth = request.routeOptions.config.auth
     if (routeAuth) {
@@ -95,10 +103,6 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   })
   app.setErrorHandler(errorHandler(config.bodyLimitBytes))
   app.setNotFoundHandler(notFoundHandler)
-  app.addHook('onClose', async () => {
-    await database.close()
-    await deps.onClose?.()
-  })
 
   const metrics = registerMetrics(app)
   await registerOpenApi(app, {
@@ -123,6 +127,15 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await app.register(healthRoutes({ isDatabaseReachable: () => isReachable(database.db), metrics }))
   await app.register(authRoutes({ auth, signer, publicUrl: config.publicUrl, tokenRateLimitPerMinute: config.tokenRateLimitPerMinute }))
   await app.register(usersRoutes(users))
+
+  // Added last so that it runs once: plugins registered after a root onClose hook inherit it.
+  app.addHook('onClose', async () => {
+    const deadline = Date.now() + config.shutdownTimeoutMs
+    while (inFlight.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
+    await changes.stop()
+    await database.close()
+    await deps.onClose?.()
+  })
 
   await app.ready()
   return { app, services: { clients, auth, users } }

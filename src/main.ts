@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util'
 import { buildApp, loggerOptions } from './app.ts'
 import { ConfigError, loadConfig, type Config } from './config.ts'
+import { ChangeFeed } from './db/changes.ts'
 import { migrateToLatest, openDatabase, type DatabaseHandle } from './db/database.ts'
 import { DataDirBusyError, loadOrCreateSecrets, lockDataDir } from './lib/data-dir.ts'
 import { ClientInputError, ClientsService } from './modules/auth/clients.service.ts'
@@ -94,7 +95,8 @@ async function clients(config: Config, args: string[]): Promise<void> {
     'stop the server first, or run Tessera on PostgreSQL (DATABASE_URL) where clients can be managed while it serves.',
   )
   try {
-    const service = new ClientsService(database.db)
+    // The CLI announces changes for running servers to hear; it keeps no cache of its own.
+    const service = new ClientsService(database.db, new ChangeFeed(database.schema))
     let output: unknown
     if (action === 'create') {
       if (values.name === undefined) throw new ClientInputError('--name is required')

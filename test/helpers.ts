@@ -103,7 +103,28 @@ export function individualUser(overrides: Record<string, unknown> = {}): Record<
 export async function startApp(engine: Engine, env: Record<string, string> = {}): Promise<TestContext> {
   const config = testConfig(env)
   const { database, cleanup } = await openTestDatabase(engine, config)
-  const secrets = loadOrCreateSecrets(null, config)
+  return assemble(engine, config, database, loadOrCreateSecrets(null, config), cleanup)
+}
+
+/**
+ * Another instance of the service on the same PostgreSQL schema, with the same keys: what a second process
+ * behind a load balancer is. Its client is the first instance's.
+ */
+export async function startPeer(first: TestContext): Promise<TestContext> {
+  assert.equal(first.engine, 'postgres', 'only PostgreSQL is shared between processes')
+  const database = await openDatabase({ ...first.config, databaseUrl: TEST_DATABASE_URL!, databasePoolSize: 4, searchPath: first.database.schema! })
+  const peer = await assemble('postgres', first.config, database, first.secrets, async () => {}, first.client)
+  return peer
+}
+
+async function assemble(
+  engine: Engine,
+  config: Config,
+  database: DatabaseHandle,
+  secrets: SandboxSecrets,
+  cleanup: () => Promise<void>,
+  existingClient?: ClientCredentials,
+): Promise<TestContext> {
   const { app, services } = await buildApp({ config, database, secrets, onClose: cleanup })
 
   const docResponse = await app.inject({ method: 'GET', url: '/openapi.json' })
@@ -154,7 +175,7 @@ export async function startApp(engine: Engine, env: Record<string, string> = {})
     secrets,
     database,
     validator,
-    client: await newClient(),
+    client: existingClient ?? (await newClient()),
     request,
     newClient,
     token,

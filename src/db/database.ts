@@ -14,6 +14,10 @@ export interface DatabaseHandle {
   engine: Engine
   /** The PostgreSQL schema the tables live in, when not the default one. */
   schema?: string
+  /** The PostgreSQL connection string (postgres engine only), for connections outside the pool. */
+  url?: string
+  /** Calls `onMessage` for each notification on `channel` (embedded engine only); returns the unsubscriber. */
+  listen(channel: string, onMessage: (payload: string) => void): Promise<() => Promise<void>>
   close(): Promise<void>
 }
 
@@ -33,7 +37,14 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
     // An idle client that loses its connection must not crash the process; the pool replaces it.
     pool.on('error', () => {})
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
-    return { db, engine: 'postgres', ...(options.searchPath ? { schema: options.searchPath } : {}), close: () => db.destroy() }
+    return {
+      db,
+      engine: 'postgres',
+      url: options.databaseUrl,
+      ...(options.searchPath ? { schema: options.searchPath } : {}),
+      listen: () => Promise.reject(new Error('On PostgreSQL, listen on a dedicated connection (see ChangeFeed)')),
+      close: () => db.destroy(),
+    }
   }
 
   const { PGlite } = await import('@electric-sql/pglite')
@@ -41,7 +52,12 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
   if (dir) fs.mkdirSync(dir, { recursive: true })
   const pglite = await PGlite.create(dir)
   const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) })
-  return { db, engine: 'pglite', close: () => db.destroy() }
+  return {
+    db,
+    engine: 'pglite',
+    listen: (channel, onMessage) => pglite.listen(channel, onMessage),
+    close: () => db.destroy(),
+  }
 }
 
 export async function migrateToLatest(handle: Pick<DatabaseHandle, 'db' | 'schema'>): Promise<string[]> {

@@ -130,7 +130,7 @@ export class AuthService {
   /** Turns `Authorization: Bearer` (and `X-On-Behalf-Of`) into a principal allowed to call the route. */
   async authenticateRequest(headers: { authorization?: string; onBehalfOf?: string }, route: RouteAuth): Promise<Principal> {
     const claims = await this.verifyBearer(headers.authorization)
-    const scopes = new Set(claims.scopes)
+    const scopes = claims.scopes
     const base = { organizationId: claims.organizationId, clientId: claims.clientId, scopes }
 
     if (await this.clients.isRevoked(claims.clientId)) {
@@ -164,12 +164,13 @@ export class AuthService {
   }
 
   private async verifyBearer(authorization: string | undefined): Promise<AccessTokenClaims> {
-    const match = authorization === undefined ? null : /^Bearer ([A-Za-z0-9\-._~+/]+=*)$/i.exec(authorization.trim())
-    if (!match) {
+    // The scheme is case-insensitive (RFC 9110 §11.1); the token's own syntax is checked by its verification.
+    const token = authorization !== undefined && /^bearer /i.test(authorization) ? authorization.slice(7).trim() : ''
+    if (token === '') {
       throw new ApiError(401, 'token_invalid', 'The access token is invalid', undefined, { 'www-authenticate': 'Bearer realm="tessera"' })
     }
     try {
-      return await this.signer.verify(match[1]!)
+      return await this.signer.verify(token)
     } catch (error) {
       if (error instanceof TokenVerificationError) {
         throw new ApiError(401, error.reason, error.message, undefined, {

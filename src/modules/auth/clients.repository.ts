@@ -29,10 +29,6 @@ export async function findClient(db: Executor, id: string): Promise<ClientRow | 
   return db.selectFrom('clients').selectAll().where('id', '=', id).executeTakeFirst()
 }
 
-export async function findClientRevocation(db: Executor, id: string): Promise<{ revoked_at: Date | null } | undefined> {
-  return db.selectFrom('clients').select('revoked_at').where('id', '=', id).executeTakeFirst()
-}
-
 export async function listClients(db: Executor): Promise<ClientRow[]> {
   return db.selectFrom('clients').selectAll().orderBy('created_at').orderBy('id').execute()
 }
@@ -42,7 +38,7 @@ export async function countClients(db: Executor): Promise<number> {
   return Number(row.count)
 }
 
-/** Marks the client revoked; returns false when it does not exist or was already revoked. */
+/** Marks the client revoked (announce the change in the same transaction); returns false when it does not exist or was already revoked. */
 export async function revokeClient(db: Executor, id: string, at: Date): Promise<boolean> {
   const result = await db.updateTable('clients').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).executeTakeFirst()
   return Number(result.numUpdatedRows) > 0

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto'
+import type { ChangeFeed } from '../../db/changes.ts'
 import type { ClientRow, Db } from '../../db/schema.ts'
+import { InvalidatedCache } from '../../lib/cache.ts'
 import { generateSecret, hashSecret, safeEqual, sha256Hex, verifySecret } from '../../lib/secrets.ts'
 import { isUniqueViolation } from '../../db/errors.ts'
 import { isUuid } from '../../lib/ids.ts'
@@ -27,6 +29,9 @@ export class ClientInputError extends Error {}
 
 const WILDCARD = '*'
 const MAX_CACHED_CREDENTIALS = 10_000
+const CACHE_TTL_MS = 60_000
+
+const cacheKey = (clientId: string) => `client:${clientId}`
 
 /** Scopes a stored grant stands for: `*` grows with the service, a list stays as granted. */
 export function grantedScopes(stored: string): string[] {
@@ -59,6 +64,9 @@ function summarize(row: ClientRow): ClientSummary {
 
 export class ClientsService {
   private readonly db: Db
+  private readonly changes: ChangeFeed
+  /** Client rows by id, read on every authenticated request; evicted everywhere when a client changes. */
+  private readonly rows: InvalidatedCache<ClientRow>
   /**
    * Client id → digest of a secret already proven against the stored scrypt hash. Secrets are 256-bit
    * random values, so a digest match is as strong as the hash; it spares the token endpoint one scrypt
@@ -66,8 +74,15 @@ export class ClientsService {
    */
   private readonly verified = new Map<string, { digest: string; secretHash: string }>()
 
-  constructor(db: Db) {
+  constructor(db: Db, changes: ChangeFeed) {
     this.db = db
+    this.changes = changes
+    this.rows = new InvalidatedCache({ maxEntries: 10_000, ttlMs: CACHE_TTL_MS, trusted: () => changes.isLive() })
+    changes.subscribe(this.rows)
+  }
+
+  private findClient(clientId: string): Promise<ClientRow | undefined> {
+    return this.rows.load(cacheKey(clientId), () => repository.findClient(this.db, clientId))
   }
 
   async create(input: { name: string; scopes: string; organizationId?: string; clientId?: string; clientSecret?: string }): Promise<ClientCredentials> {
@@ -103,7 +118,11 @@ export class ClientsService {
     if (!isUuid(clientId)) throw new ClientInputError('The client id must be a UUID')
     const existing = await repository.findClient(this.db, clientId)
     if (!existing) throw new ClientInputError(`Client ${clientId} does not exist`)
-    await repository.revokeClient(this.db, clientId, new Date())
+    await this.db.transaction().execute(async (tx) => {
+      await repository.revokeClient(tx, clientId, new Date())
+      await this.changes.announce(tx, cacheKey(clientId))
+    })
+    this.changes.evictLocally(cacheKey(clientId))
     this.verified.delete(clientId)
     return summarize((await repository.findClient(this.db, clientId))!)
   }
@@ -130,7 +149,7 @@ export class ClientsService {
   /** The active client these credentials prove, or null. */
   async authenticate(clientId: string, clientSecret: string): Promise<ClientRow | null> {
     if (!isUuid(clientId)) return null
-    const client = await repository.findClient(this.db, clientId.toLowerCase())
+    const client = await this.findClient(clientId.toLowerCase())
     if (!client || client.revoked_at !== null) {
       // Spend the same effort as a real check so that timing does not reveal which client ids exist.
       if (!client) await verifySecret(clientSecret, DUMMY_HASH)
@@ -146,7 +165,7 @@ export class ClientsService {
   }
 
   async isRevoked(clientId: string): Promise<boolean> {
-    const row = await repository.findClientRevocation(this.db, clientId)
+    const row = await this.findClient(clientId)
     return !row || row.revoked_at !== null
   }
 }

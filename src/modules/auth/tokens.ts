@@ -2,13 +2,14 @@ import { createPrivateKey, createPublicKey, randomUUID, type KeyObject } from 'n
 import { calculateJwkThumbprint, errors as joseErrors, exportJWK, jwtVerify, SignJWT, type JWK } from 'jose'
 
 const ALGORITHM = 'ES256'
+const MAX_VERIFIED_TOKENS = 10_000
 /** RFC 9068 §2.1: access tokens carry this media type so they cannot be confused with other JWTs. */
 const TOKEN_TYPE = 'at+jwt'
 
 export interface AccessTokenClaims {
   clientId: string
   organizationId: string
-  scopes: string[]
+  scopes: ReadonlySet<string>
   expiresAt: number
 }
 
@@ -29,6 +30,12 @@ export class TokenSigner {
   private readonly privateKey: KeyObject
   private readonly publicKey: KeyObject
   private publicJwk: (JWK & { kid: string }) | undefined
+  /**
+   * Tokens whose signature was already checked, by signature. A token is immutable, so it needs checking
+   * once; expiry is still checked on every use. Keyed by the signature (short) and confirmed against the
+   * whole token, so a different token never matches.
+   */
+  private readonly verified = new Map<string, { token: string; claims: AccessTokenClaims }>()
 
   constructor(privateKeyPem: string, issuer: string, audience: string) {
     this.privateKey = createPrivateKey(privateKeyPem)
@@ -67,6 +74,20 @@ export class TokenSigner {
   }
 
   async verify(token: string): Promise<AccessTokenClaims> {
+    const signature = token.slice(token.lastIndexOf('.') + 1)
+    const known = this.verified.get(signature)
+    if (known && known.token === token) {
+      if (known.claims.expiresAt > Date.now() / 1000) return known.claims
+      this.verified.delete(signature)
+      throw new TokenVerificationError('token_expired', 'The access token has expired')
+    }
+    const claims = await this.verifySignature(token)
+    if (this.verified.size >= MAX_VERIFIED_TOKENS) this.verified.delete(this.verified.keys().next().value!)
+    this.verified.set(signature, { token, claims })
+    return claims
+  }
+
+  private async verifySignature(token: string): Promise<AccessTokenClaims> {
     try {
       const { payload } = await jwtVerify(token, this.publicKey, {
         algorithms: [ALGORITHM],
@@ -79,7 +100,7 @@ export class TokenSigner {
       if (typeof clientId !== 'string' || typeof organizationId !== 'string' || typeof scope !== 'string' || typeof exp !== 'number') {
         throw new TokenVerificationError('token_invalid', 'The access token is invalid')
       }
-      return { clientId, organizationId, scopes: scope === '' ? [] : scope.split(' '), expiresAt: exp }
+      return { clientId, organizationId, scopes: new Set(scope === '' ? [] : scope.split(' ')), expiresAt: exp }
     } catch (error) {
       if (error instanceof TokenVerificationError) throw error
       if (error instanceof joseErrors.JWTExpired) throw new TokenVerificationError('token_expired', 'The access token has expired')

@@ -14,18 +14,7 @@ export async function findActiveUser(db: Executor, organizationId: string, id: s
     .executeTakeFirst()
 }
 
-export async function findActiveUserType(db: Executor, organizationId: string, id: string): Promise<UserRow['type'] | undefined> {
-  const row = await db
-    .selectFrom('users')
-    .select('type')
-    .where('organization_id', '=', organizationId)
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst()
-  return row?.type
-}
-
-/** Marks the user deleted; returns false when it was not an active user of the organization. */
+/** Marks the user deleted (announce the change in the same transaction); returns false when it was not an active user of the organization. */
 export async function markUserDeleted(db: Executor, organizationId: string, id: string, at: Date, review: unknown): Promise<boolean> {
   const result = await db
     .updateTable('users')

@@ -1,4 +1,6 @@
+import type { ChangeFeed } from '../../db/changes.ts'
 import type { Db, UserRow } from '../../db/schema.ts'
+import { InvalidatedCache } from '../../lib/cache.ts'
 import { isUniqueViolation } from '../../db/errors.ts'
 import { conflict, notFound, operationNotAllowed, type ApiError, type ErrorBody } from '../../http/errors.ts'
 import type { Principal } from '../../http/principal.ts'
@@ -94,11 +96,23 @@ function checkBusinessRules(input: CreateUserBody, now: Date): ApiError | null {
   return null
 }
 
+const cacheKey = (organizationId: string, userId: string) => `user:${organizationId}:${userId}`
+
 export class UsersService {
   private readonly db: Db
+  private readonly changes: ChangeFeed
+  /** Active users, read on every request that acts for a user; evicted everywhere when a user changes. */
+  private readonly active: InvalidatedCache<UserRow>
 
-  constructor(db: Db) {
+  constructor(db: Db, changes: ChangeFeed) {
     this.db = db
+    this.changes = changes
+    this.active = new InvalidatedCache({ maxEntries: 50_000, ttlMs: 60_000, trusted: () => changes.isLive() })
+    changes.subscribe(this.active)
+  }
+
+  private findActive(organizationId: string, userId: string): Promise<UserRow | undefined> {
+    return this.active.load(cacheKey(organizationId, userId), () => repository.findActiveUser(this.db, organizationId, userId))
   }
 
   async create(principal: Principal, input: CreateUserBody, context: UserContext): Promise<{ user: User; errors?: { metadata: ErrorBody } }> {
@@ -140,23 +154,27 @@ export class UsersService {
   }
 
   async getMe(principal: Principal): Promise<User> {
-    const row = principal.userId === null ? undefined : await repository.findActiveUser(this.db, principal.organizationId, principal.userId)
+    const row = principal.userId === null ? undefined : await this.findActive(principal.organizationId, principal.userId)
     if (!row) throw notFound('user')
     return toUser(row)
   }
 
   async deleteMe(principal: Principal, input: DeleteUserBody, context: UserContext): Promise<void> {
-    const deleted = principal.userId !== null &&
-      (await repository.markUserDeleted(this.db, principal.organizationId, principal.userId, new Date(), {
-        ...input.review,
-        context: definedOnly(context),
-        clientId: principal.clientId,
-      }))
+    const userId = principal.userId
+    if (userId === null) throw notFound('user')
+    const key = cacheKey(principal.organizationId, userId)
+    const review = { ...input.review, context: definedOnly(context), clientId: principal.clientId }
+    const deleted = await this.db.transaction().execute(async (tx) => {
+      const changed = await repository.markUserDeleted(tx, principal.organizationId, userId, new Date(), review)
+      if (changed) await this.changes.announce(tx, key)
+      return changed
+    })
+    this.changes.evictLocally(key)
     if (!deleted) throw notFound('user')
   }
 
   /** The type of an active user of the organization, for resolving `X-On-Behalf-Of`. */
   async findUserType(organizationId: string, userId: string): Promise<'individual' | 'business' | null> {
-    return (await repository.findActiveUserType(this.db, organizationId, userId)) ?? null
+    return (await this.findActive(organizationId, userId))?.type ?? null
   }
 }

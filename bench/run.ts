@@ -1,0 +1,467 @@
+// Benchmark runner: measures Tessera on PostgreSQL against a bare Fastify hello-world measured in the same run.
+// See bench/README.md. Settings come from the environment (BENCH_*), read once below.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { randomBytes, randomUUID } from 'node:crypto'
+import fs from 'node:fs'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import autocannon, { type Instance, type Options, type Result } from 'autocannon'
+import pg from 'pg'
+
+const ROOT = path.resolve(import.meta.dirname, '..')
+const RESULTS_DIR = path.join(ROOT, 'bench', 'results')
+const PG_CLUSTER = path.join(ROOT, 'scripts', 'pg-cluster.sh')
+const TARGET_RATIO = 0.4
+
+function positiveInteger(name: string, fallback: number): number {
+  const raw = process.env[name]
+  if (raw === undefined || raw.trim() === '') return fallback
+  if (!/^\d+$/.test(raw.trim()) || Number(raw) < 1) throw new Error(`${name} must be a positive integer (got "${raw}")`)
+  return Number(raw)
+}
+
+const settings = {
+  durationSeconds: positiveInteger('BENCH_DURATION', 10),
+  warmupSeconds: positiveInteger('BENCH_WARMUP', 3),
+  connections: positiveInteger('BENCH_CONNECTIONS', 50),
+  pipelining: positiveInteger('BENCH_PIPELINING', 1),
+  databaseUrl: process.env.BENCH_DATABASE_URL?.trim() || null,
+  cpuProfile: process.env.BENCH_CPU_PROF === '1',
+  enforceTarget: process.env.BENCH_ENFORCE_TARGET === '1',
+}
+
+const log = (message: string) => process.stderr.write(`[bench] ${message}\n`)
+
+// ---------------------------------------------------------------------------------------------------------------
+// Cleanup: every resource registers how to release it; exit paths (success, failure, signals) run them once.
+
+/** Thrown by steps that would start something after cleanup began (a signal arrived). */
+class Interrupted extends Error {}
+
+const cleanups: Array<{ name: string; run: () => Promise<void> | void }> = []
+let cleaning: Promise<void> | null = null
+let currentLoad: Instance | null = null
+
+function onCleanup(name: string, run: () => Promise<void> | void): void {
+  cleanups.push({ name, run })
+}
+
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    currentLoad?.stop()
+    for (const { name, run } of cleanups.reverse()) {
+      try {
+        await run()
+      } catch (error) {
+        log(`cleanup of ${name} failed: ${error instanceof Error ? error.message : String(error)}`)
+      }
+    }
+  })()
+  return cleaning
+}
+
+let signalExitCode: number | null = null
+for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  process.on(signal, () => {
+    log(`${signal}: stopping`)
+    signalExitCode ??= code
+    void cleanup().finally(() => process.exit(signalExitCode ?? code))
+  })
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Processes
+
+interface Child {
+  name: string
+  process: ChildProcess
+  /** Resolves with the exit code (or signal name) once the process has exited. */
+  exited: Promise<number | string>
+  /** The last lines the process wrote, stdout and stderr interleaved, for diagnosing failures. */
+  tail(): string
+}
+
+function startChild(name: string, args: string[], env: NodeJS.ProcessEnv, onLine?: (line: string) => void): Child {
+  if (cleaning) throw new Interrupted()
+  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const lines: string[] = []
+  const collect = (stream: NodeJS.ReadableStream) => {
+    let pending = ''
+    stream.setEncoding('utf8')
+    stream.on('data', (chunk: string) => {
+      pending += chunk
+      const parts = pending.split('\n')
+      pending = parts.pop() ?? ''
+      for (const line of parts) {
+        lines.push(line)
+        if (lines.length > 200) lines.shift()
+        onLine?.(line)
+      }
+    })
+  }
+  collect(child.stdout!)
+  collect(child.stderr!)
+  const exited = new Promise<number | string>((resolve) => {
+    child.on('exit', (code, signal) => resolve(code ?? signal ?? 'unknown'))
+    child.on('error', (error) => {
+      lines.push(`spawn failed: ${error.message}`)
+      resolve('spawn-error')
+    })
+  })
+  const handle: Child = { name, process: child, exited, tail: () => lines.slice(-40).join('\n') }
+  onCleanup(name, () => stopChild(handle))
+  return handle
+}
+
+/** SIGTERM, then SIGKILL if the process has not exited within the grace period. */
+async function stopChild(child: Child, graceMs = 10_000): Promise<void> {
+  if (child.process.exitCode !== null || child.process.signalCode !== null) return
+  child.process.kill('SIGTERM')
+  const timedOut = Symbol('timeout')
+  let timer: NodeJS.Timeout | undefined
+  const outcome = await Promise.race([
+    child.exited,
+    new Promise<typeof timedOut>((resolve) => {
+      timer = setTimeout(() => resolve(timedOut), graceMs)
+    }),
+  ])
+  clearTimeout(timer)
+  if (outcome === timedOut) {
+    log(`${child.name} did not exit within ${graceMs} ms of SIGTERM; killing it`)
+    child.process.kill('SIGKILL')
+    await child.exited
+  }
+}
+
+function runCommand(command: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    // Its own process group: a Ctrl-C aimed at the runner must not cut a cluster start or stop in half.
+    const child = spawn(command, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+    child.on('error', reject)
+    child.on('close', (code) => resolve({ code, stdout, stderr }))
+  })
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer()
+    server.unref()
+    server.on('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+function makeTempDir(prefix: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix))
+  onCleanup(`temporary directory ${dir}`, () => fs.rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+async function startCluster(): Promise<string> {
+  // The temporary directory is the data directory itself: its parent (/tmp) lets the postgres user reach it.
+  const dir = makeTempDir('tessera-bench-pg-')
+  const port = await freePort()
+  const starting = runCommand('bash', [PG_CLUSTER, 'start', dir, String(port)])
+  // Stopping waits for an interrupted start to finish first, so that the server cannot come up after the stop.
+  onCleanup('PostgreSQL cluster', async () => {
+    await starting.catch(() => {})
+    const { code, stderr } = await runCommand('bash', [PG_CLUSTER, 'stop', dir])
+    if (code !== 0) throw new Error(stderr.trim())
+  })
+  const { code, stdout, stderr } = await starting
+  if (code !== 0) throw new Error(`scripts/pg-cluster.sh start failed:\n${stderr.trim()}`)
+  return stdout.trim()
+}
+
+async function databaseVersion(url: string): Promise<string> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    const { rows } = await client.query<{ server_version: string }>('show server_version')
+    return rows[0]?.server_version ?? 'unknown'
+  } finally {
+    await client.end()
+  }
+}
+
+/** Share of all CPUs busy over one second, while the benchmark itself runs nothing: others' load skews figures. */
+async function backgroundCpuLoad(): Promise<number> {
+  const sample = () => os.cpus().reduce((acc, { times }) => {
+    acc.idle += times.idle
+    acc.total += times.user + times.nice + times.sys + times.irq + times.idle
+    return acc
+  }, { idle: 0, total: 0 })
+  const before = sample()
+  await new Promise((resolve) => setTimeout(resolve, 1000))
+  const after = sample()
+  const total = after.total - before.total
+  return total > 0 ? 1 - (after.idle - before.idle) / total : 0
+}
+
+async function waitUntil(what: string, child: Child, timeoutMs: number, ready: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  let exited: number | string | null = null
+  void child.exited.then((outcome) => (exited = outcome))
+  while (Date.now() < deadline) {
+    if (exited !== null) throw new Error(`${child.name} exited (${exited}) before ${what}:\n${child.tail()}`)
+    if (await ready().catch(() => false)) return
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  throw new Error(`${child.name}: no ${what} within ${timeoutMs / 1000} s:\n${child.tail()}`)
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Load
+
+interface Figures {
+  scenario: string
+  label: string
+  method: string
+  url: string
+  /** Mean of the per-second request counts of the measured run. */
+  requestsPerSecond: number
+  requestsPerSecondStddev: number
+  requestsTotal: number
+  latencyMs: { average: number; p50: number; p90: number; p99: number; max: number }
+  non2xx: number
+  errors: number
+  timeouts: number
+  statusCodes: Record<string, number>
+}
+
+function load(options: Options): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    if (cleaning) throw new Interrupted()
+    currentLoad = autocannon(options, (error, result) => {
+      currentLoad = null
+      if (error) reject(error)
+      else resolve(result)
+    })
+  })
+}
+
+async function measure(scenario: string, label: string, options: Omit<Options, 'duration' | 'connections' | 'pipelining'>): Promise<Figures> {
+  const common = { ...options, connections: settings.connections, pipelining: settings.pipelining }
+  log(`${scenario} ${label}: warm-up ${settings.warmupSeconds} s`)
+  const warmup = await load({ ...common, duration: settings.warmupSeconds })
+  if (warmup.non2xx > 0 || warmup.errors > 0) log(`${scenario} warm-up saw ${warmup.non2xx} non-2xx and ${warmup.errors} errors`)
+  log(`${scenario} ${label}: measuring ${settings.durationSeconds} s, ${settings.connections} connections, pipelining ${settings.pipelining}`)
+  const result = await load({ ...common, duration: settings.durationSeconds })
+  return {
+    scenario,
+    label,
+    method: options.method ?? 'GET',
+    url: options.url,
+    requestsPerSecond: result.requests.mean,
+    requestsPerSecondStddev: result.requests.stddev,
+    requestsTotal: result.requests.total,
+    latencyMs: { average: result.latency.average, p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99, max: result.latency.max },
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    statusCodes: Object.fromEntries(Object.entries(result.statusCodeStats).map(([status, { count }]) => [status, count])),
+  }
+}
+
+const failed = (f: Figures) => f.non2xx > 0 || f.errors > 0 || f.timeouts > 0 || f.requestsTotal === 0
+
+// ---------------------------------------------------------------------------------------------------------------
+// Tessera
+
+async function expectJson(response: Response, status: number, what: string): Promise<Record<string, unknown>> {
+  const text = await response.text()
+  if (response.status !== status) throw new Error(`${what}: expected ${status}, got ${response.status}: ${text}`)
+  return JSON.parse(text) as Record<string, unknown>
+}
+
+async function startTessera(databaseUrl: string): Promise<{ child: Child; baseUrl: string; profileDir: string | null }> {
+  const port = await freePort()
+  const dataDir = makeTempDir('tessera-bench-data-')
+  const profileDir = settings.cpuProfile ? path.join(RESULTS_DIR, `profile-${timestamp}`) : null
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    TESSERA_ENV: 'sandbox',
+    DATA_DIR: dataDir,
+    INITIAL_CLIENT_ID: clientId,
+    INITIAL_CLIENT_SECRET: clientSecret,
+    // Rate limits would cap the measurement rather than the code under test.
+    RATE_LIMIT_PER_MINUTE: '0',
+    TOKEN_RATE_LIMIT_PER_MINUTE: '0',
+  }
+  // The profile is written when the process exits, which Tessera does on SIGTERM after closing.
+  const nodeArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []
+  const child = startChild('tessera', [...nodeArgs, 'src/main.ts', 'serve'], env)
+  const baseUrl = `http://127.0.0.1:${port}`
+  await waitUntil('GET /health/ready = 200', child, 60_000, async () => (await fetch(`${baseUrl}/health/ready`)).status === 200)
+  return { child, baseUrl, profileDir }
+}
+
+const timestamp = new Date().toISOString().replace(/[:.]/g, '-')
+const clientId = randomUUID()
+// 256 random bits, base64url: 43 characters, like the secrets Tessera generates.
+const clientSecret = randomBytes(32).toString('base64url')
+const basicAuth = `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret)}`).toString('base64')}`
+const tokenForm = 'grant_type=client_credentials'
+
+async function main(): Promise<number> {
+  const startedAt = new Date()
+  log(`node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? 'unknown'}), ${os.platform()} ${os.release()}`)
+
+  const backgroundLoad = await backgroundCpuLoad()
+  const busy = backgroundLoad > 0.1
+  if (busy) log(`WARNING: ${(backgroundLoad * 100).toFixed(0)}% of the CPUs were busy before the run started; other processes will skew the figures`)
+
+  const databaseUrl = settings.databaseUrl ?? (await startCluster())
+  const postgresVersion = await databaseVersion(databaseUrl)
+  log(`PostgreSQL ${postgresVersion} at ${databaseUrl.replace(/\/\/[^@/]*@/, '//***@')}`)
+
+  // (a) the ceiling, measured alone so that nothing else competes for the CPUs.
+  const helloPort = await freePort()
+  let helloListening = false
+  const hello = startChild('hello', ['bench/hello.ts'], { ...process.env, PORT: String(helloPort) }, (line) => {
+    if (line.trim() === 'listening') helloListening = true
+  })
+  await waitUntil('"listening"', hello, 15_000, async () => helloListening)
+  const a = await measure('(a)', 'bare Fastify hello-world', { url: `http://127.0.0.1:${helloPort}/`, method: 'GET' })
+  await stopChild(hello)
+
+  const tessera = await startTessera(databaseUrl)
+  const { baseUrl } = tessera
+
+  const token = await expectJson(
+    await fetch(`${baseUrl}/core/oauth2/token`, {
+      method: 'POST',
+      headers: { authorization: basicAuth, 'content-type': 'application/x-www-form-urlencoded' },
+      body: tokenForm,
+    }),
+    200,
+    'POST /core/oauth2/token',
+  )
+  const accessToken = String(token.access_token)
+  const created = await expectJson(
+    await fetch(`${baseUrl}/core/users`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json', 'x-service-user-ip': '203.0.113.7' },
+      body: JSON.stringify({
+        type: 'individual',
+        email: 'bench@example.com',
+        termsOfService: 'general-gb-fca',
+        primaryCitizenship: 'GB',
+        address: { country: 'GB' },
+      }),
+    }),
+    201,
+    'POST /core/users',
+  )
+  const userId = String((created.user as { id?: unknown } | undefined)?.id)
+  const meHeaders = { authorization: `Bearer ${accessToken}`, 'x-on-behalf-of': `user ${userId}` }
+  // One checked request first, so that a broken scenario fails with its response body rather than as a count.
+  const me = await expectJson(await fetch(`${baseUrl}/core/users/me`, { headers: meHeaders }), 200, 'GET /core/users/me')
+  if ((me.user as { id?: unknown } | undefined)?.id !== userId) throw new Error(`GET /core/users/me returned another user: ${JSON.stringify(me)}`)
+
+  const b = await measure('(b)', 'POST /core/oauth2/token', {
+    url: `${baseUrl}/core/oauth2/token`,
+    method: 'POST',
+    headers: { authorization: basicAuth, 'content-type': 'application/x-www-form-urlencoded' },
+    body: tokenForm,
+  })
+  const c = await measure('(c)', 'GET /core/users/me (bearer + X-On-Behalf-Of)', { url: `${baseUrl}/core/users/me`, method: 'GET', headers: meHeaders })
+
+  // Taken before stopping: shutdown adds its own lines, which say nothing about the measured runs.
+  const tesseraOutput = tessera.child.tail()
+  await stopChild(tessera.child)
+  const scenarios = [a, b, c]
+  const ratios = { tokenToHello: b.requestsPerSecond / a.requestsPerSecond, usersMeToHello: c.requestsPerSecond / a.requestsPerSecond }
+  const targetMet = ratios.usersMeToHello >= TARGET_RATIO
+
+  const row = (cells: string[]) => `${cells[0]!.padEnd(52)}${cells.slice(1).map((cell) => cell.padStart(11)).join('')}`
+  const lines = [
+    '',
+    `Tessera benchmark — ${startedAt.toISOString()} — node ${process.version}, PostgreSQL ${postgresVersion}, ${os.cpus().length} CPUs`,
+    `${settings.durationSeconds} s measured after ${settings.warmupSeconds} s warm-up, ${settings.connections} connections, pipelining ${settings.pipelining}`,
+    `CPU busy before the run: ${(backgroundLoad * 100).toFixed(0)}%${busy ? ' — WARNING: the machine was not idle; figures are unreliable' : ''}`,
+    '',
+    row(['scenario', 'req/s', '±stddev', 'p50 ms', 'p99 ms', 'non-2xx', 'errors']),
+    ...scenarios.map((f) =>
+      row([
+        `${f.scenario} ${f.label}`,
+        f.requestsPerSecond.toFixed(0),
+        f.requestsPerSecondStddev.toFixed(0),
+        String(f.latencyMs.p50),
+        String(f.latencyMs.p99),
+        String(f.non2xx),
+        String(f.errors + f.timeouts),
+      ]),
+    ),
+    '',
+    `(b)/(a) req/s: ${ratios.tokenToHello.toFixed(3)}`,
+    `(c)/(a) req/s: ${ratios.usersMeToHello.toFixed(3)}   target ≥ ${TARGET_RATIO.toFixed(2)}: ${targetMet ? 'met' : 'NOT met'}`,
+    '',
+  ]
+  process.stdout.write(lines.join('\n'))
+
+  fs.mkdirSync(RESULTS_DIR, { recursive: true })
+  const resultFile = path.join(RESULTS_DIR, `${timestamp}.json`)
+  const report = {
+    startedAt: startedAt.toISOString(),
+    finishedAt: new Date().toISOString(),
+    environment: {
+      node: process.version,
+      platform: `${os.platform()} ${os.release()}`,
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model ?? null,
+      postgres: postgresVersion,
+      databaseProvidedExternally: settings.databaseUrl !== null,
+      backgroundCpuLoad: backgroundLoad,
+    },
+    settings: {
+      durationSeconds: settings.durationSeconds,
+      warmupSeconds: settings.warmupSeconds,
+      connections: settings.connections,
+      pipelining: settings.pipelining,
+    },
+    scenarios: { a, b, c },
+    ratios: { ...ratios, target: TARGET_RATIO, targetMet },
+    cpuProfileDir: tessera.profileDir,
+  }
+  fs.writeFileSync(resultFile, `${JSON.stringify(report, null, 2)}\n`)
+  process.stdout.write(`Results: ${path.relative(ROOT, resultFile)}\n`)
+  if (tessera.profileDir) process.stdout.write(`CPU profile of Tessera: ${path.relative(ROOT, tessera.profileDir)}/\n`)
+
+  const broken = scenarios.filter(failed)
+  if (broken.length > 0) {
+    for (const f of broken) {
+      process.stderr.write(`\n${f.scenario} ${f.label}: ${f.non2xx} non-2xx, ${f.errors} errors, ${f.timeouts} timeouts; status codes ${JSON.stringify(f.statusCodes)}\n`)
+    }
+    process.stderr.write(`\nLast output of Tessera:\n${tesseraOutput}\n`)
+    return 1
+  }
+  if (settings.enforceTarget && !targetMet) {
+    process.stderr.write(`\n(c)/(a) is below the target of ${TARGET_RATIO} (BENCH_ENFORCE_TARGET=1)\n`)
+    return 1
+  }
+  return 0
+}
+
+let exitCode = 1
+try {
+  exitCode = await main()
+} catch (error) {
+  // After a signal, failures of the steps still in flight are consequences of the cleanup, not news.
+  if (!cleaning) process.stderr.write(`\nbenchmark failed: ${error instanceof Error ? error.message : String(error)}\n`)
+} finally {
+  await cleanup()
+}
+process.exit(signalExitCode ?? exitCode)

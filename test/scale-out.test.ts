@@ -1,0 +1,113 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import pg from 'pg'
+import { bearer, ENGINES, startApp, startPeer, TEST_DATABASE_URL, type TestContext } from './helpers.ts'
+
+/** Retries `check` until it passes or the time is up: notifications cross processes asynchronously. */
+async function eventually(check: () => Promise<void>, timeoutMs = 3000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    try {
+      return await check()
+    } catch (error) {
+      if (Date.now() > deadline) throw error
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+  }
+}
+
+describe('several processes on one PostgreSQL', { skip: !TEST_DATABASE_URL && 'needs TEST_DATABASE_URL' }, () => {
+  let first: TestContext
+  let second: TestContext
+  before(async () => {
+    first = await startApp('postgres')
+    second = await startPeer(first)
+  })
+  after(async () => {
+    await second.close()
+    await first.close()
+  })
+
+  test('a client revoked through one process is refused at once by the others', async () => {
+    const client = await first.newClient()
+    const token = await first.token(client)
+    const user = await first.createUser(token)
+    // The second process has now read (and cached) the client and the user.
+    for (let i = 0; i < 3; i++) assert.equal((await second.request({ method: 'GET', url: '/core/users/me', headers: bearer(token, user.id) })).status, 200)
+
+    await first.services.clients.revoke(client.clientId)
+    await eventually(async () => {
+      const response = await second.request({ method: 'GET', url: '/core/users/me', headers: bearer(token, user.id) })
+      assert.equal(response.status, 401)
+      assert.equal(response.json().code, 'token_revoked')
+    })
+  })
+
+  test('a user deleted through one process is gone for the others', async () => {
+    const token = await first.token()
+    const user = await first.createUser(token)
+    assert.equal((await second.request({ method: 'GET', url: '/core/users/me', headers: bearer(token, user.id) })).status, 200)
+
+    const removal = await first.request({ method: 'DELETE', url: '/core/users/me', headers: bearer(token, user.id), payload: { review: { reason: 'other' } } })
+    assert.equal(removal.status, 204)
+    await eventually(async () => {
+      assert.equal((await second.request({ method: 'GET', url: '/core/users/me', headers: bearer(token, user.id) })).status, 404)
+    })
+  })
+
+  test('a process that lost its notification connection reads from the database until it listens again', async () => {
+    const client = await first.newClient()
+    const token = await first.token(client)
+    const user = await first.createUser(token)
+    assert.equal((await second.request({ method: 'GET', url: '/core/users/me', headers: bearer(token, user.id) })).status, 200)
+
+    // Cut every LISTEN connection: any notification sent now is lost.
+    const admin = new pg.Client({ connectionString: TEST_DATABASE_URL })
+    await admin.connect()
+    await admin.query(`select pg_terminate_backend(pid) from pg_stat_activity where query ilike 'LISTEN%' and pid <> pg_backend_pid()`)
+    await first.services.clients.revoke(client.clientId)
+    const response = await second.request({ method: 'GET', url: '/core/users/me', headers: bearer(token, user.id) })
+    assert.equal(response.json().code, 'token_revoked', 'the revocation is seen although its notification was lost')
+
+    // The listener comes back on its own.
+    await eventually(async () => {
+      const listeners = await admin.query(`select count(*)::int as n from pg_stat_activity where query ilike 'LISTEN%'`)
+      assert.ok((listeners.rows[0] as { n: number }).n >= 2)
+    }, 10_000)
+    await admin.end()
+  })
+})
+
+for (const engine of ENGINES) {
+  describe(`shutdown [${engine}]`, () => {
+    test('closing the app lets requests in progress finish: none fails with a 500', async () => {
+      const ctx = await startApp(engine)
+      const token = await ctx.token()
+      const users = await Promise.all(Array.from({ length: 5 }, () => ctx.createUser(token)))
+      const requests = Array.from({ length: 60 }, (_, i) => ctx.app.inject({ method: 'GET', url: '/core/users/me', headers: bearer(token, users[i % users.length]!.id) }))
+      await ctx.close()
+      const statuses = (await Promise.all(requests)).map((response) => response.statusCode)
+      assert.deepEqual(statuses.filter((status) => status !== 200 && status !== 503), [], `statuses: ${statuses.join(',')}`)
+    })
+  })
+}
+
+describe('caches within one process', () => {
+  let ctx: TestContext
+  before(async () => {
+    ctx = await startApp(ENGINES.at(-1)!)
+  })
+  after(() => ctx.close())
+
+  test('a revoked client and a deleted user take effect on the next request', async () => {
+    const client = await ctx.newClient()
+    const token = await ctx.token(client)
+    const user = await ctx.createUser(token)
+    for (let i = 0; i < 3; i++) assert.equal((await ctx.request({ method: 'GET', url: '/core/users/me', headers: bearer(token, user.id) })).status, 200)
+    const removal = await ctx.request({ method: 'DELETE', url: '/core/users/me', headers: bearer(token, user.id), payload: { review: { reason: 'other' } } })
+    assert.equal(removal.status, 204)
+    assert.equal((await ctx.request({ method: 'GET', url: '/core/users/me', headers: bearer(token, user.id) })).status, 404)
+    await ctx.services.clients.revoke(client.clientId)
+    assert.equal((await ctx.request({ method: 'GET', url: '/core/users/me', headers: bearer(token, user.id) })).json().code, 'token_revoked')
+  })
+})
