@@ -18,13 +18,16 @@ Commands:
 
 Configuration comes from the environment; see docs/configuration.md.`
 
-/** Opens the configured database, holding the embedded data directory's lock while it is open. */
-async function openForCommand(config: Config, purpose: string): Promise<{ database: DatabaseHandle; release: () => void }> {
+/**
+ * Opens the configured database and brings its schema up to date, holding the embedded data directory's
+ * lock while it is open. Returns the migrations it applied.
+ */
+async function openForCommand(config: Config, purpose: string): Promise<{ database: DatabaseHandle; release: () => void; applied: string[] }> {
   const release = config.databaseUrl === null && config.dataDir !== null ? lockDataDir(config.dataDir, purpose) : () => {}
   try {
     const database = await openDatabase(config)
-    await migrateToLatest(database)
-    return { database, release }
+    const applied = await migrateToLatest(database)
+    return { database, release, applied }
   } catch (error) {
     release()
     throw error
@@ -128,8 +131,7 @@ async function main(argv: string[]): Promise<void> {
     case 'serve':
       return serve(config)
     case 'migrate': {
-      const { database, release } = await openForCommand(config, 'stop the server first; it applies migrations itself when it starts.')
-      const applied = await migrateToLatest(database)
+      const { database, release, applied } = await openForCommand(config, 'stop the server first; it applies migrations itself when it starts.')
       await database.close()
       release()
       process.stdout.write(applied.length > 0 ? `Applied ${applied.join(', ')}\n` : 'The database is up to date\n')

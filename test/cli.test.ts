@@ -148,6 +148,17 @@ for (const engine of ENGINES) {
       assert.ok(row.revoked_at instanceof Date)
     })
 
+    test('migrate applies the migrations once', async () => {
+      const { env, cleanup } = await deployment(engine)
+      cleanups.push(cleanup)
+      const first = await cli(['migrate'], env)
+      assert.equal(first.code, 0, first.stderr)
+      assert.match(first.stdout, /Applied 0001_initial/)
+      const second = await cli(['migrate'], env)
+      assert.equal(second.code, 0, second.stderr)
+      assert.match(second.stdout, /The database is up to date/)
+    })
+
     test('operator mistakes get a readable message and exit code 2', async () => {
       const { env, cleanup } = await deployment(engine)
       cleanups.push(cleanup)
