@@ -18,6 +18,8 @@ import { ClientsService } from './modules/auth/clients.service.ts'
 import { SCOPES } from './modules/auth/scopes.ts'
 import { TokenSigner } from './modules/auth/tokens.ts'
 import { healthRoutes } from './modules/health/health.routes.ts'
+import { metadataRoutes } from './modules/metadata/metadata.routes.ts'
+import { MetadataService } from './modules/metadata/metadata.service.ts'
 import { usersRoutes } from './modules/users/users.routes.ts'
 import { UsersService } from './modules/users/users.service.ts'
 
@@ -36,6 +38,7 @@ export interface Services {
   clients: ClientsService
   auth: AuthService
   users: UsersService
+  metadata: MetadataService
 }
 
 function createAjv(options: AjvOptions): Ajv {
@@ -84,6 +87,8 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   const clients = new ClientsService(database.db, changes)
   const users = new UsersService(database.db, changes)
   const auth = new AuthService({ clients, signer, users, ttlSeconds: config.accessTokenTtlSeconds })
+  const metadata = new MetadataService(database.db)
+  metadata.registerEntity('users', (principal, entityId) => users.metadataOwner(principal, entityId))
 
   // Requests still being handled when the app closes finish before the database goes away. A response
   // always emits 'close' (sent, or its connection dropped), unlike Fastify's onResponse.
@@ -98,6 +103,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
       request.principal = await auth.authenticateRequest(
         { authorization: request.headers.authorization, onBehalfOf: Array.isArray(onBehalfOf) ? onBehalfOf.join(',') : onBehalfOf },
         routeAuth,
+        request.params,
       )
     }
   })
@@ -127,6 +133,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await app.register(healthRoutes({ isDatabaseReachable: () => isReachable(database.db), metrics }))
   await app.register(authRoutes({ auth, signer, publicUrl: config.publicUrl, tokenRateLimitPerMinute: config.tokenRateLimitPerMinute }))
   await app.register(usersRoutes(users))
+  await app.register(metadataRoutes(metadata))
 
   // Added last so that it runs once: plugins registered after a root onClose hook inherit it.
   app.addHook('onClose', async () => {
@@ -138,5 +145,5 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   })
 
   await app.ready()
-  return { app, services: { clients, auth, users } }
+  return { app, services: { clients, auth, users, metadata } }
 }

@@ -48,11 +48,30 @@ export interface MetadataTable {
   updated_at: Timestamp
 }
 
+export interface IdempotencyKeysTable {
+  organization_id: string
+  client_id: string
+  key: string
+  /** Method and route template of the request the key was first used with. */
+  operation: string
+  /** Digest of the first request's body: a retry must send the same one. */
+  request_hash: string
+  status: 'running' | 'completed'
+  response_status: number | null
+  response_headers: Json<Record<string, string> | null>
+  response_body: string | null
+  created_at: Timestamp
+  /** Until then a running request owns the key; after it, a retry may take over (the first one died). */
+  locked_until: Timestamp
+  expires_at: Timestamp
+}
+
 export interface Database {
   organizations: OrganizationsTable
   clients: ClientsTable
   users: UsersTable
   metadata: MetadataTable
+  idempotency_keys: IdempotencyKeysTable
 }
 
 export type Db = Kysely<Database>
@@ -64,4 +83,5 @@ export type ClientRow = Selectable<ClientsTable>
 export type UserRow = Selectable<UsersTable>
 export type NewUserRow = Insertable<UsersTable>
 export type MetadataRow = Selectable<MetadataTable>
+export type IdempotencyKeyRow = Selectable<IdempotencyKeysTable>
 export type Generatedless<T> = T extends Generated<infer U> ? U : T

@@ -68,6 +68,7 @@ export function operationNotAllowed(message: string, reasons?: string[]): ApiErr
   return new ApiError(409, 'operation_not_allowed', message, reasons ? { reasons } : undefined)
 }
 
+/** The specification gives threshold limits as strings (§2.1). */
 export function contentTooLarge(unit: 'characters' | 'bytes', limit: number, message: string): ApiError {
-  return new ApiError(413, 'content_too_large', message, { threshold: { unit, limit } })
+  return new ApiError(413, 'content_too_large', message, { threshold: { unit, limit: String(limit) } })
 }

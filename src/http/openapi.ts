@@ -2,7 +2,7 @@ import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { OpenAPIV3_1 } from 'openapi-types'
 import type { FastifyInstance, FastifySchema } from 'fastify'
-import type { RouteAuth } from './principal.ts'
+import type { RouteAuth, ScopesByParam } from './principal.ts'
 import { componentName, registeredComponents } from './schemas.ts'
 
 export const REQUEST_ID_HEADER = 'x-service-request-id'
@@ -83,7 +83,10 @@ export async function registerOpenApi(app: FastifyInstance, options: OpenApiOpti
         )
       }
       if (auth) {
-        transformed.security = [{ OAuth2: [...auth.scopes] }]
+        // Scopes chosen by a path parameter are alternatives: any one of them, for its value.
+        transformed.security = Array.isArray(auth.scopes)
+          ? [{ OAuth2: [...auth.scopes] }]
+          : Object.values((auth.scopes as ScopesByParam).byValue).map((scopes) => ({ OAuth2: [...scopes] }))
         transformed['x-service'] = { security: { OAuth2: { subjects: [...auth.subjects] } } }
       }
       return { schema: transformed as FastifySchema, url }

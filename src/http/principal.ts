@@ -1,4 +1,4 @@
-import { ApiError } from './errors.ts'
+import { ApiError, requestInvalid } from './errors.ts'
 
 export type Subject = 'client' | 'user:individual' | 'user:business'
 
@@ -11,10 +11,26 @@ export interface Principal {
   userId: string | null
 }
 
+/** Scopes that depend on a path parameter: e.g. metadata of users needs `core.users.metadata:read`. */
+export interface ScopesByParam {
+  param: string
+  byValue: Record<string, readonly string[]>
+}
+
 /** What a route requires; taken from the reference document's `security` and `x-service` subjects. */
 export interface RouteAuth {
-  scopes: readonly string[]
+  scopes: readonly string[] | ScopesByParam
   subjects: readonly Subject[]
+}
+
+/** The scopes a request to the route needs; an unknown parameter value is a 400 like any invalid parameter. */
+export function requiredScopes(route: RouteAuth, params: unknown): readonly string[] {
+  if (Array.isArray(route.scopes)) return route.scopes
+  const { param, byValue } = route.scopes as ScopesByParam
+  const value = (params as Record<string, unknown> | undefined)?.[param]
+  const scopes = typeof value === 'string' && Object.hasOwn(byValue, value) ? byValue[value] : undefined
+  if (!scopes) throw requestInvalid('params', [{ property: param, rule: 'enum', ruleParams: { allowedValues: Object.keys(byValue) } }])
+  return scopes
 }
 
 export const ACT_ON_BEHALF_OF_SCOPE = 'core.users:act-on-behalf-of'

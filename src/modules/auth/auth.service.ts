@@ -2,6 +2,7 @@ import { ApiError, notFound, OAuthError, requestInvalid } from '../../http/error
 import {
   ACT_ON_BEHALF_OF_SCOPE,
   parseOnBehalfOf,
+  requiredScopes,
   requireScopes,
   requireSubject,
   subjectNotAllowed,
@@ -128,8 +129,9 @@ export class AuthService {
   }
 
   /** Turns `Authorization: Bearer` (and `X-On-Behalf-Of`) into a principal allowed to call the route. */
-  async authenticateRequest(headers: { authorization?: string; onBehalfOf?: string }, route: RouteAuth): Promise<Principal> {
+  async authenticateRequest(headers: { authorization?: string; onBehalfOf?: string }, route: RouteAuth, params?: unknown): Promise<Principal> {
     const claims = await this.verifyBearer(headers.authorization)
+    const routeScopes = requiredScopes(route, params)
     const scopes = claims.scopes
     const base = { organizationId: claims.organizationId, clientId: claims.clientId, scopes }
 
@@ -138,7 +140,7 @@ export class AuthService {
     }
 
     if (headers.onBehalfOf === undefined) {
-      requireScopes(route.scopes, scopes)
+      requireScopes(routeScopes, scopes)
       requireSubject('client', route.subjects)
       return { ...base, subject: 'client', userId: null }
     }
@@ -149,12 +151,12 @@ export class AuthService {
     }
     if (target.kind === 'client') {
       if (target.id !== claims.clientId) throw notFound('client')
-      requireScopes(route.scopes, scopes)
+      requireScopes(routeScopes, scopes)
       requireSubject('client', route.subjects)
       return { ...base, subject: 'client', userId: null }
     }
 
-    requireScopes([ACT_ON_BEHALF_OF_SCOPE, ...route.scopes], scopes)
+    requireScopes([ACT_ON_BEHALF_OF_SCOPE, ...routeScopes], scopes)
     if (!route.subjects.some((s) => s.startsWith('user:'))) throw subjectNotAllowed('user:individual', route.subjects)
     const type = await this.users.findUserType(claims.organizationId, target.id)
     if (type === null) throw notFound('user')

@@ -1,21 +1,80 @@
+import { sql } from 'kysely'
 import type { Executor } from '../../db/schema.ts'
 
 export type MetadataEntity = 'users' | 'accounts' | 'external-accounts' | 'files' | 'transactions'
 
-export async function insertMetadata(
-  db: Executor,
-  row: { organizationId: string; entityType: MetadataEntity; entityId: string; data: Record<string, unknown>; etag: string; at: Date },
-): Promise<void> {
-  await db
+/** Whose metadata: an entity instance of an organization. */
+export interface MetadataKey {
+  organizationId: string
+  entityType: MetadataEntity
+  entityId: string
+}
+
+/** A stored revision: the JSON text as received, and its tag. */
+export interface MetadataRevision {
+  text: string
+  etag: string
+}
+
+const byKey = (key: MetadataKey) => ({ organization_id: key.organizationId, entity_type: key.entityType, entity_id: key.entityId })
+
+export async function insertMetadata(db: Executor, key: MetadataKey, revision: MetadataRevision, at: Date): Promise<boolean> {
+  const inserted = await db
     .insertInto('metadata')
-    .values({
-      organization_id: row.organizationId,
-      entity_type: row.entityType,
-      entity_id: row.entityId,
-      data: JSON.stringify(row.data),
-      etag: row.etag,
-      created_at: row.at,
-      updated_at: row.at,
-    })
-    .execute()
+    .values({ ...byKey(key), data: revision.text, etag: revision.etag, created_at: at, updated_at: at })
+    .onConflict((oc) => oc.columns(['organization_id', 'entity_type', 'entity_id']).doNothing())
+    .returning('etag')
+    .executeTakeFirst()
+  return inserted !== undefined
+}
+
+/** Creates or replaces; tells which it did. */
+export async function upsertMetadata(db: Executor, key: MetadataKey, revision: MetadataRevision, at: Date): Promise<{ created: boolean }> {
+  const row = await db
+    .insertInto('metadata')
+    .values({ ...byKey(key), data: revision.text, etag: revision.etag, created_at: at, updated_at: at })
+    .onConflict((oc) =>
+      oc.columns(['organization_id', 'entity_type', 'entity_id']).doUpdateSet({ data: revision.text, etag: revision.etag, updated_at: at }),
+    )
+    // xmax is 0 for a row this statement inserted, the updating transaction's id for one it updated.
+    .returning(sql<boolean>`(xmax = 0)`.as('created'))
+    .executeTakeFirstOrThrow()
+  return { created: row.created }
+}
+
+export async function findMetadata(db: Executor, key: MetadataKey): Promise<MetadataRevision | undefined> {
+  return db
+    .selectFrom('metadata')
+    .select([sql<string>`data::text`.as('text'), 'etag'])
+    .where((eb) => eb.and(byKey(key)))
+    .executeTakeFirst()
+}
+
+/** The current revision, locked until the transaction ends. */
+export async function lockMetadata(db: Executor, key: MetadataKey): Promise<MetadataRevision | undefined> {
+  return db
+    .selectFrom('metadata')
+    .select([sql<string>`data::text`.as('text'), 'etag'])
+    .where((eb) => eb.and(byKey(key)))
+    .forUpdate()
+    .executeTakeFirst()
+}
+
+/** Replaces the revision when its tag is one of `expected` (any tag when `*`); false when none matched. */
+export async function replaceMetadataIf(db: Executor, key: MetadataKey, expected: '*' | string[], revision: MetadataRevision, at: Date): Promise<boolean> {
+  let query = db
+    .updateTable('metadata')
+    .set({ data: revision.text, etag: revision.etag, updated_at: at })
+    .where((eb) => eb.and(byKey(key)))
+  if (expected !== '*') query = query.where('etag', 'in', expected)
+  const result = await query.executeTakeFirst()
+  return Number(result.numUpdatedRows) > 0
+}
+
+/** Deletes the metadata, when its tag is one of `expected` if given; false when nothing was deleted. */
+export async function deleteMetadataIf(db: Executor, key: MetadataKey, expected?: '*' | string[]): Promise<boolean> {
+  let query = db.deleteFrom('metadata').where((eb) => eb.and(byKey(key)))
+  if (expected !== undefined && expected !== '*') query = query.where('etag', 'in', expected)
+  const result = await query.executeTakeFirst()
+  return Number(result.numDeletedRows) > 0
 }

@@ -1,23 +1,29 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { checkMetadata, metadataSize, METADATA_MAX_CHARACTERS } from './metadata.rules.ts'
+import { characterCount, checkMetadata, METADATA_MAX_CHARACTERS } from './metadata.rules.ts'
 
-test('metadata size counts Unicode characters of the serialized object, not bytes', () => {
-  assert.equal(metadataSize({ a: 'é' }), '{"a":"é"}'.length)
-  assert.equal(metadataSize({ a: '😀' }), 9)
+test('size counts Unicode code points of the JSON text, not bytes or UTF-16 units', () => {
+  assert.equal(characterCount(JSON.stringify({ a: 'é' })), '{"a":"é"}'.length)
+  assert.equal(characterCount(JSON.stringify({ a: '😀' })), 9)
 })
 
-test('metadata within the limit is accepted', () => {
+test('metadata of exactly the limit is accepted, with its text', () => {
   const data = { note: 'x'.repeat(METADATA_MAX_CHARACTERS - 11) }
-  assert.equal(metadataSize(data), METADATA_MAX_CHARACTERS)
-  assert.deepEqual(checkMetadata(data), { data })
+  assert.equal(characterCount(JSON.stringify(data)), METADATA_MAX_CHARACTERS)
+  assert.deepEqual(checkMetadata(data), { data, text: JSON.stringify(data) })
 })
 
-test('metadata over the limit is content_too_large with the threshold', () => {
-  const result = checkMetadata({ note: 'x'.repeat(METADATA_MAX_CHARACTERS) })
+test('one character more is content_too_large with the threshold', () => {
+  const result = checkMetadata({ note: 'x'.repeat(METADATA_MAX_CHARACTERS - 10) })
   assert.ok('error' in result)
   assert.equal(result.error.status, 413)
-  assert.deepEqual(result.error.toBody().details, { threshold: { unit: 'characters', limit: 1024 } })
+  assert.deepEqual(result.error.toBody().details, { threshold: { unit: 'characters', limit: '1024' } })
+})
+
+test('astral characters count once each', () => {
+  const emoji = '😀'.repeat(METADATA_MAX_CHARACTERS - 8)
+  assert.ok('data' in checkMetadata({ e: emoji }), 'exactly 1024 code points')
+  assert.ok('error' in checkMetadata({ e: `${emoji}😀` }))
 })
 
 test('metadata that is not a non-empty object is request_invalid', () => {

@@ -1,12 +1,163 @@
-import type { Executor } from '../../db/schema.ts'
-import type { ApiError } from '../../http/errors.ts'
+import type { Db, Executor } from '../../db/schema.ts'
+import { conditionMatches, parseEntityTags, type EntityTagCondition } from '../../http/conditional.ts'
+import { ApiError, notFound, requestInvalid } from '../../http/errors.ts'
+import type { Principal } from '../../http/principal.ts'
 import { sha256Hex } from '../../lib/secrets.ts'
-import { insertMetadata, type MetadataEntity } from './metadata.repository.ts'
-import { checkMetadata } from './metadata.rules.ts'
+import { applyJsonPatch } from './json-patch.ts'
+import * as repository from './metadata.repository.ts'
+import type { MetadataEntity, MetadataKey, MetadataRevision } from './metadata.repository.ts'
+import { characterCount, checkMetadata, METADATA_MAX_CHARACTERS, metadataTooLarge } from './metadata.rules.ts'
 
-/** The ETag of a metadata revision: a digest of its serialized content (64 hexadecimal characters). */
-export function metadataEtag(data: Record<string, unknown>): string {
-  return sha256Hex(JSON.stringify(data))
+export type { MetadataEntity }
+
+export const METADATA_ENTITIES: readonly MetadataEntity[] = ['accounts', 'external-accounts', 'files', 'transactions', 'users']
+
+/** The entity name errors use for a collection: `external-accounts` → `external-account`. */
+const singular = (entity: MetadataEntity) => entity.replace(/s$/, '')
+
+/**
+ * Finds the instance an `{entityId}` of the path names for the caller: its id when the caller may use
+ * it, null when it does not exist for them. Each entity's module registers its own.
+ */
+export type EntityResolver = (principal: Principal, entityId: string) => Promise<string | null>
+
+export interface MetadataConditions {
+  ifMatch?: string
+  ifNoneMatch?: string
+}
+
+export interface MetadataResult {
+  metadata: Record<string, unknown>
+  etag: string
+}
+
+/** The tag of a revision: a digest of exactly the stored text (64 hexadecimal characters). */
+export function metadataEtag(text: string): string {
+  return sha256Hex(text)
+}
+
+function revisionOf(text: string): MetadataRevision {
+  return { text, etag: metadataEtag(text) }
+}
+
+function resultOf(revision: MetadataRevision): MetadataResult {
+  return { metadata: JSON.parse(revision.text) as Record<string, unknown>, etag: revision.etag }
+}
+
+function metadataNotFound(): ApiError {
+  return new ApiError(404, 'entity_not_found', 'The entity metadata cannot be found', { entity: 'metadata' })
+}
+
+function preconditionFailed(message = 'The If-Match header value does not match the current metadata'): ApiError {
+  return new ApiError(412, 'precondition_failed', message)
+}
+
+function condition(header: string | undefined, name: 'if-match' | 'if-none-match'): EntityTagCondition | undefined {
+  const parsed = parseEntityTags(header)
+  if (parsed === null) {
+    throw requestInvalid('headers', [{ property: name, rule: 'pattern', ruleParams: { pattern: '*, or entity tags of 64 hexadecimal characters' } }])
+  }
+  return parsed
+}
+
+/**
+ * Free-form JSON metadata of users, accounts, external accounts, files and transactions, with
+ * revisions exposed as entity tags for conditional requests.
+ */
+export class MetadataService {
+  private readonly db: Db
+  private readonly resolvers = new Map<MetadataEntity, EntityResolver>()
+
+  constructor(db: Db) {
+    this.db = db
+  }
+
+  /** Makes an entity's metadata reachable; until its module registers, every instance is 404. */
+  registerEntity(entity: MetadataEntity, resolver: EntityResolver): void {
+    this.resolvers.set(entity, resolver)
+  }
+
+  private async keyFor(principal: Principal, entity: MetadataEntity, entityId: string): Promise<MetadataKey> {
+    const resolver = this.resolvers.get(entity)
+    const id = resolver ? await resolver(principal, entityId) : null
+    if (id === null) throw notFound(singular(entity))
+    return { organizationId: principal.organizationId, entityType: entity, entityId: id }
+  }
+
+  /** The metadata, or `notModified` when `If-None-Match` names the current revision. */
+  async get(principal: Principal, entity: MetadataEntity, entityId: string, conditions: MetadataConditions): Promise<MetadataResult | { notModified: true; etag: string }> {
+    const ifNoneMatch = condition(conditions.ifNoneMatch, 'if-none-match')
+    const revision = await repository.findMetadata(this.db, await this.keyFor(principal, entity, entityId))
+    if (!revision) throw metadataNotFound()
+    if (ifNoneMatch !== undefined && conditionMatches(ifNoneMatch, revision.etag)) return { notModified: true, etag: revision.etag }
+    return resultOf(revision)
+  }
+
+  /** Creates or replaces the whole metadata. */
+  async put(principal: Principal, entity: MetadataEntity, entityId: string, body: unknown, conditions: MetadataConditions): Promise<MetadataResult & { created: boolean }> {
+    const ifMatch = condition(conditions.ifMatch, 'if-match')
+    const ifNoneMatch = condition(conditions.ifNoneMatch, 'if-none-match')
+    if (ifNoneMatch !== undefined && ifNoneMatch !== '*') {
+      throw requestInvalid('headers', [{ property: 'if-none-match', rule: 'enum', ruleParams: { allowedValues: ['*'] } }])
+    }
+    const checked = checkMetadata(body)
+    if ('error' in checked) throw checked.error
+    const key = await this.keyFor(principal, entity, entityId)
+    const revision = revisionOf(checked.text)
+    const now = new Date()
+
+    if (ifMatch !== undefined) {
+      // Both conditions at once can never hold: If-None-Match: * needs no metadata, If-Match needs some.
+      if (ifNoneMatch !== undefined) throw preconditionFailed('If-Match and If-None-Match: * cannot both hold')
+      if (!(await repository.replaceMetadataIf(this.db, key, ifMatch, revision, now))) throw preconditionFailed()
+      return { ...resultOf(revision), created: false }
+    }
+    if (ifNoneMatch === '*') {
+      if (!(await repository.insertMetadata(this.db, key, revision, now))) throw preconditionFailed('Metadata already exists (If-None-Match: *)')
+      return { ...resultOf(revision), created: true }
+    }
+    const { created } = await repository.upsertMetadata(this.db, key, revision, now)
+    return { ...resultOf(revision), created }
+  }
+
+  /** Applies an RFC 6902 patch atomically: every operation or none. */
+  async patch(principal: Principal, entity: MetadataEntity, entityId: string, operations: unknown[], conditions: MetadataConditions): Promise<MetadataResult> {
+    const ifMatch = condition(conditions.ifMatch, 'if-match')
+    const key = await this.keyFor(principal, entity, entityId)
+    return this.db.transaction().execute(async (tx) => {
+      const current = await repository.lockMetadata(tx, key)
+      if (ifMatch !== undefined && !conditionMatches(ifMatch, current?.etag)) throw preconditionFailed()
+      if (!current) throw metadataNotFound()
+
+      const outcome = applyJsonPatch(JSON.parse(current.text), operations)
+      if ('failure' in outcome) {
+        const { index, operation, reason } = outcome.failure
+        throw new ApiError(422, 'json_patch_failed', 'The entity metadata patch operation failed to apply', {
+          ...(index !== undefined || operation ? { operation: { ...(index !== undefined ? { index } : {}), ...operation } } : {}),
+          reason,
+        })
+      }
+      const patched = outcome.document
+      if (patched === null || typeof patched !== 'object' || Array.isArray(patched) || Object.keys(patched).length === 0) {
+        throw new ApiError(422, 'json_patch_failed', 'The entity metadata patch operation failed to apply', {
+          reason: 'The patched metadata must remain a JSON object with at least one property',
+        })
+      }
+      const text = JSON.stringify(patched)
+      if (characterCount(text) > METADATA_MAX_CHARACTERS) throw metadataTooLarge()
+      const revision = revisionOf(text)
+      await repository.replaceMetadataIf(tx, key, [current.etag], revision, new Date())
+      return resultOf(revision)
+    })
+  }
+
+  /** Removes all metadata of the entity. */
+  async delete(principal: Principal, entity: MetadataEntity, entityId: string, conditions: MetadataConditions): Promise<void> {
+    const ifMatch = condition(conditions.ifMatch, 'if-match')
+    const key = await this.keyFor(principal, entity, entityId)
+    if (await repository.deleteMetadataIf(this.db, key, ifMatch)) return
+    throw ifMatch !== undefined ? preconditionFailed() : metadataNotFound()
+  }
 }
 
 /**
@@ -15,11 +166,12 @@ export function metadataEtag(data: Record<string, unknown>): string {
  */
 export async function attachInitialMetadata(
   tx: Executor,
-  entity: { organizationId: string; entityType: MetadataEntity; entityId: string; at: Date },
+  key: MetadataKey,
   value: unknown,
+  at: Date,
 ): Promise<ApiError | null> {
   const checked = checkMetadata(value)
   if ('error' in checked) return checked.error
-  await insertMetadata(tx, { ...entity, data: checked.data, etag: metadataEtag(checked.data) })
+  await repository.insertMetadata(tx, key, revisionOf(checked.text), at)
   return null
 }

@@ -140,7 +140,7 @@ export class UsersService {
       return await this.db.transaction().execute(async (tx) => {
         await repository.insertUser(tx, row)
         const metadataError = 'metadata' in input && input.metadata !== undefined
-          ? await attachInitialMetadata(tx, { organizationId: principal.organizationId, entityType: 'users', entityId: row.id, at: now }, input.metadata)
+          ? await attachInitialMetadata(tx, { organizationId: principal.organizationId, entityType: 'users', entityId: row.id }, input.metadata, now)
           : null
         const user = toUser({ ...row, profile: profile as Record<string, unknown>, creation_context: context as Record<string, string>, deleted_at: null, deletion_review: null })
         return metadataError ? { user, errors: { metadata: metadataError.toBody() } } : { user }
@@ -171,6 +171,12 @@ export class UsersService {
     })
     this.changes.evictLocally(key)
     if (!deleted) throw notFound('user')
+  }
+
+  /** The user `/core/users/{entityId}/metadata` names: only the acting user, as `me` or by its id. */
+  async metadataOwner(principal: Principal, entityId: string): Promise<string | null> {
+    if (principal.userId === null) return null
+    return entityId === 'me' || entityId.toLowerCase() === principal.userId ? principal.userId : null
   }
 
   /** The type of an active user of the organization, for resolving `X-On-Behalf-Of`. */

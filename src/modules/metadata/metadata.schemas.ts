@@ -1,0 +1,65 @@
+import Type from 'typebox'
+import { component, OnBehalfOfHeader, UserContextHeaders } from '../../http/schemas.ts'
+import { METADATA_ENTITIES } from './metadata.service.ts'
+
+export const Metadata = component(
+  'metadata',
+  Type.Object({}, {
+    additionalProperties: true,
+    minProperties: 1,
+    description: 'Free-form JSON object, at most 1024 characters (Unicode code points) once serialized.',
+    examples: [{ externalId: 'crm-123', tier: 'gold' }],
+  }),
+)
+
+export const MetadataResponse = component('metadata-response', Type.Object({ metadata: Metadata }))
+
+export const JsonPatchOperations = component(
+  'json-patch-operations',
+  Type.Array(
+    Type.Object(
+      {
+        op: Type.Optional(Type.String({ description: '`add`, `remove`, `replace`, `move`, `copy` or `test`.' })),
+        path: Type.Optional(Type.String({ description: 'JSON Pointer (RFC 6901) to the target location.' })),
+        from: Type.Optional(Type.String({ description: 'JSON Pointer to the source location (`move`, `copy`).' })),
+        value: Type.Optional(Type.Unknown({ description: 'The value to add, replace with or test for.' })),
+      },
+      { additionalProperties: true },
+    ),
+    {
+      minItems: 1,
+      description:
+        'An RFC 6902 JSON Patch document. Operations apply in order and atomically: when one fails, nothing changes ' +
+        'and the answer is 422 `json_patch_failed` naming the operation.',
+      examples: [[{ op: 'add', path: '/status', value: 'active' }, { op: 'remove', path: '/region' }]],
+    },
+  ),
+)
+
+export const MetadataParams = Type.Object({
+  entity: Type.Enum([...METADATA_ENTITIES], { description: 'The kind of entity.' }),
+  entityId: Type.String({ minLength: 1, maxLength: 100, description: 'The entity id; `me` for the user the request acts for.' }),
+})
+
+const EntityTag = (description: string) => Type.Optional(Type.String({ maxLength: 2000, description }))
+
+const ifMatch = EntityTag('Apply only if the current revision has this entity tag (quoted or not, `W/` allowed); otherwise 412.')
+
+export const GetMetadataHeaders = Type.Object({
+  'if-none-match': EntityTag('Answer 304 Not Modified when the current revision has this entity tag.'),
+  ...OnBehalfOfHeader,
+  ...UserContextHeaders,
+})
+
+export const PutMetadataHeaders = Type.Object({
+  'if-match': ifMatch,
+  'if-none-match': EntityTag('`*`: create only; 412 when metadata already exists.'),
+  ...OnBehalfOfHeader,
+  ...UserContextHeaders,
+})
+
+export const WriteMetadataHeaders = Type.Object({ 'if-match': ifMatch, ...OnBehalfOfHeader, ...UserContextHeaders })
+
+export const ETAG_HEADER = {
+  etag: { type: 'string', pattern: '^"[a-f0-9]{64}"$', description: 'Entity tag of the current revision.' },
+}
