@@ -7,13 +7,15 @@ import { bearer, ENGINES, individualUser, PUBLIC_URL, startApp, USER_IP, type Te
 
 interface RouteCase {
   operationId: string
-  method: 'GET' | 'POST' | 'DELETE'
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
   url: string
   scope: string
   subjects: Subject[]
   success: number
   headers?: Record<string, string>
   body?: () => Record<string, unknown>
+  /** Prepares what the route acts on (e.g. metadata to read), for the user it will act for. */
+  prepare?: (ctx: TestContext, token: string, userId: string) => Promise<void>
   /** A body that breaks the schema, with the violation it must report. */
   invalidBody?: { body: unknown; property: string; rule: string }
 }
@@ -49,7 +51,52 @@ const ROUTES: RouteCase[] = [
     body: () => ({ review: { reason: 'closure-per-user-request' } }),
     invalidBody: { body: { review: { reason: 'because' } }, property: 'review.reason', rule: 'enum' },
   },
+  {
+    operationId: 'core.get-metadata',
+    method: 'GET',
+    url: '/core/users/me/metadata',
+    scope: 'core.users.metadata:read',
+    subjects: ['user:business', 'user:individual'],
+    success: 200,
+    prepare: putMetadata,
+  },
+  {
+    operationId: 'core.set-metadata',
+    method: 'PUT',
+    url: '/core/users/me/metadata',
+    scope: 'core.users.metadata:write',
+    subjects: ['user:business', 'user:individual'],
+    success: 201,
+    body: () => ({ externalId: 'crm-1' }),
+    invalidBody: { body: [1, 2], property: '', rule: 'type' },
+  },
+  {
+    operationId: 'core.update-metadata',
+    method: 'PATCH',
+    url: '/core/users/me/metadata',
+    scope: 'core.users.metadata:write',
+    subjects: ['user:business', 'user:individual'],
+    success: 200,
+    headers: { 'content-type': 'application/json-patch+json' },
+    body: () => [{ op: 'add', path: '/tier', value: 'gold' }] as unknown as Record<string, unknown>,
+    prepare: putMetadata,
+    invalidBody: { body: { op: 'add' }, property: '', rule: 'type' },
+  },
+  {
+    operationId: 'core.delete-metadata',
+    method: 'DELETE',
+    url: '/core/users/me/metadata',
+    scope: 'core.users.metadata:write',
+    subjects: ['user:business', 'user:individual'],
+    success: 204,
+    prepare: putMetadata,
+  },
 ]
+
+async function putMetadata(ctx: TestContext, token: string, userId: string): Promise<void> {
+  const response = await ctx.request({ method: 'PUT', url: '/core/users/me/metadata', headers: bearer(token, userId), payload: { externalId: 'crm-1' } })
+  assert.ok(response.status === 201 || response.status === 200, response.body)
+}
 
 const businessUser = () => ({
   type: 'business',
@@ -94,7 +141,8 @@ for (const engine of ENGINES) {
     }
 
     function send(route: RouteCase, headers: Record<string, string>, body: unknown = route.body?.()) {
-      return ctx.request({ method: route.method, url: route.url, headers: { ...route.headers, ...headers }, ...(body === undefined ? {} : { payload: body as Record<string, unknown> }) })
+      const payload = body === undefined ? {} : { payload: route.headers?.['content-type'] ? JSON.stringify(body) : (body as Record<string, unknown>) }
+      return ctx.request({ method: route.method, url: route.url, headers: { ...route.headers, ...headers }, ...payload })
     }
 
     for (const route of ROUTES) {
@@ -104,6 +152,7 @@ for (const engine of ENGINES) {
         test('succeeds for every allowed subject', async () => {
           for (const subject of route.subjects) {
             const userId = subject === 'client' ? undefined : await actingUser(subject)
+            if (userId) await route.prepare?.(ctx, token, userId)
             const response = await send(route, bearer(token, userId))
             assert.equal(response.status, route.success, `${subject}: ${response.body}`)
           }
@@ -140,13 +189,13 @@ for (const engine of ENGINES) {
         })
 
         test('a token without the scope is 403 token_insufficient_scopes', async () => {
-          const narrow = await ctx.newClient('core.users:act-on-behalf-of core.users.metadata:read', ctx.client.organizationId)
+          const narrow = await ctx.newClient('core.users:act-on-behalf-of core.kyc:read', ctx.client.organizationId)
           const userId = userSubject ? await actingUser(userSubject) : undefined
           const response = await send(route, bearer(await ctx.token(narrow), userId))
           assertError(response, 403, 'token_insufficient_scopes')
           const [security] = response.json<{ details: { security: { scheme: string; schemeScopes: string[]; tokenScopes: string[] }[] } }>().details.security
           assert.ok(security!.schemeScopes.includes(route.scope))
-          assert.deepEqual(security!.tokenScopes.sort(), ['core.users.metadata:read', 'core.users:act-on-behalf-of'])
+          assert.deepEqual(security!.tokenScopes.sort(), ['core.kyc:read', 'core.users:act-on-behalf-of'])
         })
 
         test('a subject the route does not allow is 403 subject_not_allowed', async () => {

@@ -106,7 +106,7 @@ for (const engine of ENGINES) {
       assert.equal(response.status, 201, response.body)
       const { user, errors } = response.json<{ user: { id: string }; errors: { metadata: { code: string; details: unknown } } }>()
       assert.equal(errors.metadata.code, 'content_too_large')
-      assert.deepEqual(errors.metadata.details, { threshold: { unit: 'characters', limit: 1024 } })
+      assert.deepEqual(errors.metadata.details, { threshold: { unit: 'characters', limit: '1024' } })
       assert.equal(await storedMetadata(user.id), undefined)
       assert.equal((await getMe(user.id)).status, 200)
     })

@@ -19,18 +19,18 @@ export const JsonPatchOperations = component(
   Type.Array(
     Type.Object(
       {
-        op: Type.Optional(Type.String({ description: '`add`, `remove`, `replace`, `move`, `copy` or `test`.' })),
-        path: Type.Optional(Type.String({ description: 'JSON Pointer (RFC 6901) to the target location.' })),
-        from: Type.Optional(Type.String({ description: 'JSON Pointer to the source location (`move`, `copy`).' })),
+        // Checked by the patch engine, not here: a malformed operation is a 422 naming it (RFC 6902 §5).
+        op: Type.Optional(Type.Unknown({ description: 'String: `add`, `remove`, `replace`, `move`, `copy` or `test`.' })),
+        path: Type.Optional(Type.Unknown({ description: 'String: JSON Pointer (RFC 6901) to the target location.' })),
+        from: Type.Optional(Type.Unknown({ description: 'String: JSON Pointer to the source location (`move`, `copy`).' })),
         value: Type.Optional(Type.Unknown({ description: 'The value to add, replace with or test for.' })),
       },
       { additionalProperties: true },
     ),
     {
-      minItems: 1,
       description:
         'An RFC 6902 JSON Patch document. Operations apply in order and atomically: when one fails, nothing changes ' +
-        'and the answer is 422 `json_patch_failed` naming the operation.',
+        'and the answer is 422 `json_patch_failed` naming the operation. An empty patch changes nothing.',
       examples: [[{ op: 'add', path: '/status', value: 'active' }, { op: 'remove', path: '/region' }]],
     },
   ),
