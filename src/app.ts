@@ -8,6 +8,7 @@ import type { Config } from './config.ts'
 import { ChangeFeed } from './db/changes.ts'
 import { isReachable, type DatabaseHandle } from './db/database.ts'
 import { errorHandler, notFoundHandler } from './http/error-handler.ts'
+import { registerIdempotency } from './http/idempotency.ts'
 import { registerMetrics } from './http/metrics.ts'
 import { REQUEST_ID_HEADER, registerOpenApi } from './http/openapi.ts'
 import type { App } from './http/types.ts'
@@ -107,6 +108,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
       )
     }
   })
+  registerIdempotency(app, database.db)
   app.setErrorHandler(errorHandler(config.bodyLimitBytes))
   app.setNotFoundHandler(notFoundHandler)
 

@@ -57,9 +57,9 @@ export interface IdempotencyKeysTable {
   /** Digest of the first request's body: a retry must send the same one. */
   request_hash: string
   status: 'running' | 'completed'
-  response_status: number | null
-  response_headers: Json<Record<string, string> | null>
-  response_body: string | null
+  response_status: ColumnType<number | null, number | null | undefined, number | null>
+  response_headers: ColumnType<Record<string, string> | null, string | null | undefined, string | null>
+  response_body: ColumnType<string | null, string | null | undefined, string | null>
   created_at: Timestamp
   /** Until then a running request owns the key; after it, a retry may take over (the first one died). */
   locked_until: Timestamp

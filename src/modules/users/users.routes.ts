@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import Type from 'typebox'
+import { REPLAYED_RESPONSE_HEADER } from '../../http/idempotency.ts'
 import { described, errorResponses } from '../../http/schemas.ts'
 import { principalOf, type App } from '../../http/types.ts'
 import {
@@ -36,9 +37,12 @@ export function usersRoutes(users: UsersService) {
           tags: ['Users'],
           headers: UserRequestHeaders,
           body: CreateUserBody,
-          response: { 201: described(CreateUserResponse, 'User created.'), ...errorResponses(400, 401, 403, 409, 413, 415, 429) },
+          response: {
+            201: described(CreateUserResponse, 'User created (or, for an Idempotency-Key retry, the first response replayed).', REPLAYED_RESPONSE_HEADER),
+            ...errorResponses(400, 401, 403, 409, 413, 415, 422, 429),
+          },
         },
-        config: { auth: { scopes: ['core.users:create'], subjects: ['client'] } },
+        config: { auth: { scopes: ['core.users:create'], subjects: ['client'] }, idempotent: true },
         // The reference defaults `type` to `individual`; apply it before the union is matched.
         preValidation: async (request) => {
           const body = request.body as Record<string, unknown> | null

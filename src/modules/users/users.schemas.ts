@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox'
+import { IdempotencyKeyHeader } from '../../http/idempotency.ts'
 import { component, OnBehalfOfHeader, Timestamp, UserContextHeaders, Uuid, ErrorBody } from '../../http/schemas.ts'
 
 const NoEdgeSpaces = '^\\S.*\\S$|^\\S$'
@@ -187,5 +188,5 @@ export const DeleteUserBody = component(
 )
 export type DeleteUserBody = Static<typeof DeleteUserBody>
 
-export const UserRequestHeaders = Type.Object({ ...UserContextHeaders })
+export const UserRequestHeaders = Type.Object({ ...IdempotencyKeyHeader, ...UserContextHeaders })
 export const ActingUserRequestHeaders = Type.Object({ ...OnBehalfOfHeader, ...UserContextHeaders })
