@@ -231,6 +231,10 @@ interface Figures {
   requestsPerSecondStddev: number
   requestsTotal: number
   latencyMs: { average: number; p50: number; p90: number; p99: number; max: number }
+  /** The status every response must have (`2xx`: any success). */
+  expectedStatus: string
+  /** Responses with another status: any of them fails the run. */
+  unexpected: number
   non2xx: number
   errors: number
   timeouts: number
@@ -248,13 +252,19 @@ function load(options: Options): Promise<Result> {
   })
 }
 
-async function measure(scenario: string, label: string, options: Omit<Options, 'duration' | 'connections' | 'pipelining'>): Promise<Figures> {
+async function measure(
+  scenario: string,
+  label: string,
+  options: Omit<Options, 'duration' | 'connections' | 'pipelining'>,
+  expectedStatus?: number,
+): Promise<Figures> {
   const common = { ...options, connections: settings.connections, pipelining: settings.pipelining }
   log(`${scenario} ${label}: warm-up ${settings.warmupSeconds} s`)
   const warmup = await load({ ...common, duration: settings.warmupSeconds })
   if (warmup.non2xx > 0 || warmup.errors > 0) log(`${scenario} warm-up saw ${warmup.non2xx} non-2xx and ${warmup.errors} errors`)
   log(`${scenario} ${label}: measuring ${settings.durationSeconds} s, ${settings.connections} connections, pipelining ${settings.pipelining}`)
   const result = await load({ ...common, duration: settings.durationSeconds })
+  const statusCodes = Object.fromEntries(Object.entries(result.statusCodeStats).map(([status, { count }]) => [status, count]))
   return {
     scenario,
     label,
@@ -264,14 +274,16 @@ async function measure(scenario: string, label: string, options: Omit<Options, '
     requestsPerSecondStddev: result.requests.stddev,
     requestsTotal: result.requests.total,
     latencyMs: { average: result.latency.average, p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99, max: result.latency.max },
+    expectedStatus: expectedStatus === undefined ? '2xx' : String(expectedStatus),
+    unexpected: expectedStatus === undefined ? result.non2xx : result.requests.total - (statusCodes[String(expectedStatus)] ?? 0),
     non2xx: result.non2xx,
     errors: result.errors,
     timeouts: result.timeouts,
-    statusCodes: Object.fromEntries(Object.entries(result.statusCodeStats).map(([status, { count }]) => [status, count])),
+    statusCodes,
   }
 }
 
-const failed = (f: Figures) => f.non2xx > 0 || f.errors > 0 || f.timeouts > 0 || f.requestsTotal === 0
+const failed = (f: Figures) => f.unexpected > 0 || f.errors > 0 || f.timeouts > 0 || f.requestsTotal === 0
 
 // ---------------------------------------------------------------------------------------------------------------
 // Tessera
@@ -379,11 +391,33 @@ async function main(): Promise<number> {
   })
   const c = await measure('(c)', 'GET /core/users/me (bearer + X-On-Behalf-Of)', { url: `${baseUrl}/core/users/me`, method: 'GET', headers: meHeaders })
 
+  // Metadata: reads, conditional reads and conditional writes of one user's metadata. The PUT body never
+  // changes, so its ETag does not either and every If-Match write succeeds (and really writes).
+  const metadataUrl = `${baseUrl}/core/users/me/metadata`
+  const metadataBody = JSON.stringify({ externalId: 'bench-1', tier: 'gold', tags: ['a', 'b'] })
+  const stored = await fetch(metadataUrl, { method: 'PUT', headers: { ...meHeaders, 'content-type': 'application/json' }, body: metadataBody })
+  await expectJson(stored, 201, 'PUT /core/users/me/metadata')
+  const etag = stored.headers.get('etag') ?? ''
+  const d = await measure('(d)', 'GET /core/users/me/metadata → 200', { url: metadataUrl, method: 'GET', headers: meHeaders }, 200)
+  const e = await measure('(e)', 'GET /core/users/me/metadata, If-None-Match → 304', { url: metadataUrl, method: 'GET', headers: { ...meHeaders, 'if-none-match': etag } }, 304)
+  const f = await measure(
+    '(f)',
+    'PUT /core/users/me/metadata, If-Match → 200',
+    { url: metadataUrl, method: 'PUT', headers: { ...meHeaders, 'content-type': 'application/json', 'if-match': etag }, body: metadataBody },
+    200,
+  )
+
   // Taken before stopping: shutdown adds its own lines, which say nothing about the measured runs.
   const tesseraOutput = tessera.child.tail()
   await stopChild(tessera.child)
-  const scenarios = [a, b, c]
-  const ratios = { tokenToHello: b.requestsPerSecond / a.requestsPerSecond, usersMeToHello: c.requestsPerSecond / a.requestsPerSecond }
+  const scenarios = [a, b, c, d, e, f]
+  const ratios = {
+    tokenToHello: b.requestsPerSecond / a.requestsPerSecond,
+    usersMeToHello: c.requestsPerSecond / a.requestsPerSecond,
+    metadataGetToHello: d.requestsPerSecond / a.requestsPerSecond,
+    metadataNotModifiedToHello: e.requestsPerSecond / a.requestsPerSecond,
+    metadataPutToHello: f.requestsPerSecond / a.requestsPerSecond,
+  }
   const targetMet = ratios.usersMeToHello >= TARGET_RATIO
 
   const row = (cells: string[]) => `${cells[0]!.padEnd(52)}${cells.slice(1).map((cell) => cell.padStart(11)).join('')}`
@@ -393,21 +427,24 @@ async function main(): Promise<number> {
     `${settings.durationSeconds} s measured after ${settings.warmupSeconds} s warm-up, ${settings.connections} connections, pipelining ${settings.pipelining}`,
     `CPU busy before the run: ${(backgroundLoad * 100).toFixed(0)}%${busy ? ' — WARNING: the machine was not idle; figures are unreliable' : ''}`,
     '',
-    row(['scenario', 'req/s', '±stddev', 'p50 ms', 'p99 ms', 'non-2xx', 'errors']),
-    ...scenarios.map((f) =>
+    row(['scenario', 'req/s', '±stddev', 'p50 ms', 'p99 ms', 'unexpected', 'errors']),
+    ...scenarios.map((figures) =>
       row([
-        `${f.scenario} ${f.label}`,
-        f.requestsPerSecond.toFixed(0),
-        f.requestsPerSecondStddev.toFixed(0),
-        String(f.latencyMs.p50),
-        String(f.latencyMs.p99),
-        String(f.non2xx),
-        String(f.errors + f.timeouts),
+        `${figures.scenario} ${figures.label}`,
+        figures.requestsPerSecond.toFixed(0),
+        figures.requestsPerSecondStddev.toFixed(0),
+        String(figures.latencyMs.p50),
+        String(figures.latencyMs.p99),
+        String(figures.unexpected),
+        String(figures.errors + figures.timeouts),
       ]),
     ),
     '',
     `(b)/(a) req/s: ${ratios.tokenToHello.toFixed(3)}`,
     `(c)/(a) req/s: ${ratios.usersMeToHello.toFixed(3)}   target ≥ ${TARGET_RATIO.toFixed(2)}: ${targetMet ? 'met' : 'NOT met'}`,
+    `(d)/(a) req/s: ${ratios.metadataGetToHello.toFixed(3)}`,
+    `(e)/(a) req/s: ${ratios.metadataNotModifiedToHello.toFixed(3)}`,
+    `(f)/(a) req/s: ${ratios.metadataPutToHello.toFixed(3)}`,
     '',
   ]
   process.stdout.write(lines.join('\n'))
@@ -432,7 +469,7 @@ async function main(): Promise<number> {
       connections: settings.connections,
       pipelining: settings.pipelining,
     },
-    scenarios: { a, b, c },
+    scenarios: { a, b, c, d, e, f },
     ratios: { ...ratios, target: TARGET_RATIO, targetMet },
     cpuProfileDir: tessera.profileDir,
   }
@@ -442,8 +479,11 @@ async function main(): Promise<number> {
 
   const broken = scenarios.filter(failed)
   if (broken.length > 0) {
-    for (const f of broken) {
-      process.stderr.write(`\n${f.scenario} ${f.label}: ${f.non2xx} non-2xx, ${f.errors} errors, ${f.timeouts} timeouts; status codes ${JSON.stringify(f.statusCodes)}\n`)
+    for (const figures of broken) {
+      process.stderr.write(
+        `\n${figures.scenario} ${figures.label}: ${figures.unexpected} not ${figures.expectedStatus}, ${figures.errors} errors, ` +
+          `${figures.timeouts} timeouts; status codes ${JSON.stringify(figures.statusCodes)}\n`,
+      )
     }
     process.stderr.write(`\nLast output of Tessera:\n${tesseraOutput}\n`)
     return 1
