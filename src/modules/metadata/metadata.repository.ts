@@ -42,22 +42,13 @@ export async function upsertMetadata(db: Executor, key: MetadataKey, revision: M
   return { created: row.created }
 }
 
-export async function findMetadata(db: Executor, key: MetadataKey): Promise<MetadataRevision | undefined> {
-  return db
+/** The current revision; with `lock`, locked until the transaction ends. */
+export async function findMetadata(db: Executor, key: MetadataKey, options: { lock?: boolean } = {}): Promise<MetadataRevision | undefined> {
+  const query = db
     .selectFrom('metadata')
     .select([sql<string>`data::text`.as('text'), 'etag'])
     .where((eb) => eb.and(byKey(key)))
-    .executeTakeFirst()
-}
-
-/** The current revision, locked until the transaction ends. */
-export async function lockMetadata(db: Executor, key: MetadataKey): Promise<MetadataRevision | undefined> {
-  return db
-    .selectFrom('metadata')
-    .select([sql<string>`data::text`.as('text'), 'etag'])
-    .where((eb) => eb.and(byKey(key)))
-    .forUpdate()
-    .executeTakeFirst()
+  return (options.lock ? query.forUpdate() : query).executeTakeFirst()
 }
 
 /** Replaces the revision when its tag is one of `expected` (any tag when `*`); false when none matched. */

@@ -125,7 +125,7 @@ export class MetadataService {
     const ifMatch = condition(conditions.ifMatch, 'if-match')
     const key = await this.keyFor(principal, entity, entityId)
     return this.db.transaction().execute(async (tx) => {
-      const current = await repository.lockMetadata(tx, key)
+      const current = await repository.findMetadata(tx, key, { lock: true })
       if (ifMatch !== undefined && !conditionMatches(ifMatch, current?.etag)) throw preconditionFailed()
       if (!current) throw metadataNotFound()
 
