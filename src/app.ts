@@ -21,6 +21,10 @@ import { TokenSigner } from './modules/auth/tokens.ts'
 import { healthRoutes } from './modules/health/health.routes.ts'
 import { metadataRoutes } from './modules/metadata/metadata.routes.ts'
 import { MetadataService } from './modules/metadata/metadata.service.ts'
+import { networksRoutes } from './modules/reference/networks.routes.ts'
+import { NetworksFile } from './modules/reference/networks.schemas.ts'
+import { NetworksService } from './modules/reference/networks.service.ts'
+import { loadReferenceData } from './modules/reference/reference-data.ts'
 import { usersRoutes } from './modules/users/users.routes.ts'
 import { UsersService } from './modules/users/users.service.ts'
 
@@ -40,6 +44,7 @@ export interface Services {
   auth: AuthService
   users: UsersService
   metadata: MetadataService
+  networks: NetworksService
 }
 
 function createAjv(options: AjvOptions): Ajv {
@@ -88,6 +93,8 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   const clients = new ClientsService(database.db, changes)
   const users = new UsersService(database.db, changes)
   const auth = new AuthService({ clients, signer, users, ttlSeconds: config.accessTokenTtlSeconds })
+  const networkCatalogue = loadReferenceData<NetworksFile>('networks.json', NetworksFile, config.referenceDataDir)
+  const networks = new NetworksService(networkCatalogue.networks, config.environment === 'sandbox' ? 'test' : 'main')
   const metadata = new MetadataService(database.db)
   metadata.registerEntity('users', (principal, entityId) => users.metadataOwner(principal, entityId))
 
@@ -136,6 +143,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await app.register(authRoutes({ auth, signer, publicUrl: config.publicUrl, tokenRateLimitPerMinute: config.tokenRateLimitPerMinute }))
   await app.register(usersRoutes(users))
   await app.register(metadataRoutes(metadata))
+  await app.register(networksRoutes(networks))
 
   // Added last so that it runs once: plugins registered after a root onClose hook inherit it.
   app.addHook('onClose', async () => {
@@ -147,5 +155,5 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   })
 
   await app.ready()
-  return { app, services: { clients, auth, users, metadata } }
+  return { app, services: { clients, auth, users, metadata, networks } }
 }

@@ -33,6 +33,8 @@ export interface Config {
   bodyLimitBytes: number
   trustProxy: boolean | string
   shutdownTimeoutMs: number
+  /** Directory whose reference-data files (networks.json, …) replace the ones shipped in reference-data/. */
+  referenceDataDir: string | null
 }
 
 export class ConfigError extends Error {
@@ -143,6 +145,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     bodyLimitBytes: integer('BODY_LIMIT_BYTES', 1_048_576, 1024, 104_857_600),
     trustProxy,
     shutdownTimeoutMs: integer('SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    referenceDataDir: read('REFERENCE_DATA_DIR') === undefined ? null : path.resolve(cwd, read('REFERENCE_DATA_DIR')!),
   }
 
   if (problems.length > 0) throw new ConfigError(problems)

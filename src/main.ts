@@ -5,6 +5,7 @@ import { ChangeFeed } from './db/changes.ts'
 import { migrateToLatest, openDatabase, type DatabaseHandle } from './db/database.ts'
 import { DataDirBusyError, loadOrCreateSecrets, lockDataDir } from './lib/data-dir.ts'
 import { ClientInputError, ClientsService } from './modules/auth/clients.service.ts'
+import { ReferenceDataError } from './modules/reference/reference-data.ts'
 
 const USAGE = `Usage: tessera [command]
 
@@ -145,7 +146,7 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof DataDirBusyError || error instanceof ClientInputError) {
+  if (error instanceof ConfigError || error instanceof DataDirBusyError || error instanceof ClientInputError || error instanceof ReferenceDataError) {
     process.stderr.write(`${error.message}\n`)
     process.exit(2)
   }
