@@ -24,6 +24,9 @@ import { MetadataService } from './modules/metadata/metadata.service.ts'
 import { networksRoutes } from './modules/reference/networks.routes.ts'
 import { NetworksFile } from './modules/reference/networks.schemas.ts'
 import { NetworksService } from './modules/reference/networks.service.ts'
+import { railsRoutes } from './modules/reference/rails.routes.ts'
+import { RailsFile } from './modules/reference/rails.schemas.ts'
+import { RailsService } from './modules/reference/rails.service.ts'
 import { loadReferenceData } from './modules/reference/reference-data.ts'
 import { usersRoutes } from './modules/users/users.routes.ts'
 import { UsersService } from './modules/users/users.service.ts'
@@ -94,7 +97,9 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   const users = new UsersService(database.db, changes)
   const auth = new AuthService({ clients, signer, users, ttlSeconds: config.accessTokenTtlSeconds })
   const networkCatalogue = loadReferenceData<NetworksFile>('networks.json', NetworksFile, config.referenceDataDir)
-  const networks = new NetworksService(networkCatalogue.networks, config.environment === 'sandbox' ? 'test' : 'main')
+  const chain = config.environment === 'sandbox' ? 'test' : 'main'
+  const networks = new NetworksService(networkCatalogue.networks, chain)
+  const rails = new RailsService(loadReferenceData<RailsFile>('rails.json', RailsFile, config.referenceDataDir).rails, chain, networks)
   const metadata = new MetadataService(database.db)
   metadata.registerEntity('users', (principal, entityId) => users.metadataOwner(principal, entityId))
 
@@ -144,6 +149,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await app.register(usersRoutes(users))
   await app.register(metadataRoutes(metadata))
   await app.register(networksRoutes(networks))
+  await app.register(railsRoutes(rails))
 
   // Added last so that it runs once: plugins registered after a root onClose hook inherit it.
   app.addHook('onClose', async () => {

@@ -103,6 +103,13 @@ ROUTES.push(
     success: 200,
   })),
   {
+    operationId: 'core.list-rails',
+    method: 'GET',
+    url: '/core/rails',
+    subjects: ['client', 'user:business', 'user:individual'],
+    success: 200,
+  },
+  {
     operationId: 'core.validate-network-address',
     method: 'POST',
     url: '/core/networks/bitcoin/validate-address',

@@ -110,6 +110,8 @@ describe('networks in production and from operator files', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-reference-'))
     try {
       fs.writeFileSync(path.join(dir, 'networks.json'), JSON.stringify({ networks: [{ code: 'sepa', name: 'SEPA', type: 'bank' }] }))
+      // Rails name networks, so a catalogue with fewer networks comes with its own rails.
+      fs.writeFileSync(path.join(dir, 'rails.json'), JSON.stringify({ rails: [{ type: 'bank', network: 'sepa', method: 'bank-transfer', asset: 'EUR', decimals: 2, features: ['deposit'] }] }))
       const ctx = await startApp('pglite', { REFERENCE_DATA_DIR: dir })
       try {
         assert.deepEqual(ctx.services.networks.list().map((n) => n.code), ['sepa'])
@@ -120,6 +122,8 @@ describe('networks in production and from operator files', () => {
       await assert.rejects(startApp('pglite', { REFERENCE_DATA_DIR: dir }), /networks\.json is invalid/)
       fs.writeFileSync(path.join(dir, 'networks.json'), JSON.stringify({ networks: [{ code: 'btc', name: 'B', type: 'crypto', addressFamily: 'bitcoin', chains: { main: { exampleAddress: 'nope' }, test: { exampleAddress: 'nope' } } }] }))
       await assert.rejects(startApp('pglite', { REFERENCE_DATA_DIR: dir }), /example address is not valid/)
+      fs.writeFileSync(path.join(dir, 'networks.json'), JSON.stringify({ networks: [{ code: 'ach', name: 'ACH', type: 'bank' }] }))
+      await assert.rejects(startApp('pglite', { REFERENCE_DATA_DIR: dir }), /rails:[\s\S]*unknown network sepa/)
     } finally {
       fs.rmSync(dir, { recursive: true, force: true })
     }

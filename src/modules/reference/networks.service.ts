@@ -48,6 +48,11 @@ export class NetworksService {
     return { ...common, type }
   }
 
+  /** The type of a network of the catalogue, or undefined. */
+  networkType(code: string): string | undefined {
+    return this.definitions.get(code)?.type
+  }
+
   list(types?: readonly string[]): Network[] {
     return types === undefined ? [...this.networks] : this.networks.filter((network) => types.includes(network.type))
   }
