@@ -21,6 +21,9 @@ import { TokenSigner } from './modules/auth/tokens.ts'
 import { healthRoutes } from './modules/health/health.routes.ts'
 import { metadataRoutes } from './modules/metadata/metadata.routes.ts'
 import { MetadataService } from './modules/metadata/metadata.service.ts'
+import { countriesRoutes } from './modules/reference/countries.routes.ts'
+import { CountriesFile, CountryRestrictionsFile } from './modules/reference/countries.schemas.ts'
+import { CountriesService } from './modules/reference/countries.service.ts'
 import { networksRoutes } from './modules/reference/networks.routes.ts'
 import { NetworksFile } from './modules/reference/networks.schemas.ts'
 import { NetworksService } from './modules/reference/networks.service.ts'
@@ -48,6 +51,7 @@ export interface Services {
   users: UsersService
   metadata: MetadataService
   networks: NetworksService
+  countries: CountriesService
 }
 
 function createAjv(options: AjvOptions): Ajv {
@@ -100,6 +104,10 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   const chain = config.environment === 'sandbox' ? 'test' : 'main'
   const networks = new NetworksService(networkCatalogue.networks, chain)
   const rails = new RailsService(loadReferenceData<RailsFile>('rails.json', RailsFile, config.referenceDataDir).rails, chain, networks)
+  const countries = new CountriesService(
+    loadReferenceData<CountriesFile>('countries.json', CountriesFile, config.referenceDataDir).countries,
+    loadReferenceData<CountryRestrictionsFile>('country-restrictions.json', CountryRestrictionsFile, config.referenceDataDir),
+  )
   const metadata = new MetadataService(database.db)
   metadata.registerEntity('users', (principal, entityId) => users.metadataOwner(principal, entityId))
 
@@ -150,6 +158,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await app.register(metadataRoutes(metadata))
   await app.register(networksRoutes(networks))
   await app.register(railsRoutes(rails))
+  await app.register(countriesRoutes(countries))
 
   // Added last so that it runs once: plugins registered after a root onClose hook inherit it.
   app.addHook('onClose', async () => {
@@ -161,5 +170,5 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   })
 
   await app.ready()
-  return { app, services: { clients, auth, users, metadata, networks } }
+  return { app, services: { clients, auth, users, metadata, networks, countries } }
 }

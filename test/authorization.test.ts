@@ -102,6 +102,13 @@ ROUTES.push(
     subjects: ['client', 'user:business', 'user:individual'] as Subject[],
     success: 200,
   })),
+  ...(['GET /core/countries', 'GET /core/countries/GB'] as const).map((line, i) => ({
+    operationId: i === 0 ? 'core.list-countries' : 'core.get-country',
+    method: 'GET' as const,
+    url: line.split(' ')[1]!,
+    subjects: ['client', 'user:business', 'user:individual'] as Subject[],
+    success: 200,
+  })),
   {
     operationId: 'core.list-rails',
     method: 'GET',

@@ -1,0 +1,48 @@
+import type { Subject } from '../../http/principal.ts'
+import { described, errorResponses } from '../../http/schemas.ts'
+import type { App } from '../../http/types.ts'
+import { CountryParams, GetCountryResponse, ListCountriesResponse } from './countries.schemas.ts'
+import type { CountriesService } from './countries.service.ts'
+import { ReferenceRequestHeaders } from './networks.schemas.ts'
+
+/** Reference data is open to every token, whoever it acts for (the reference lists no scope). */
+const auth = { scopes: [] as string[], subjects: ['client', 'user:business', 'user:individual'] as Subject[] }
+
+export function countriesRoutes(countries: CountriesService) {
+  return async function routes(app: App): Promise<void> {
+    const tags = ['Countries']
+
+    app.get(
+      '/core/countries',
+      {
+        schema: {
+          operationId: 'core.list-countries',
+          summary: 'List countries',
+          description: 'Every ISO 3166-1 country with its currency, its ISO 3166-2 subdivisions and the restrictions this deployment applies.',
+          tags,
+          headers: ReferenceRequestHeaders,
+          response: { 200: described(ListCountriesResponse, 'Countries.'), ...errorResponses(400, 401, 403, 404, 429) },
+        },
+        config: { auth },
+      },
+      async () => ({ countries: countries.list() }),
+    )
+
+    app.get(
+      '/core/countries/:country',
+      {
+        schema: {
+          operationId: 'core.get-country',
+          summary: 'Get country',
+          description: 'A country by its ISO 3166-1 alpha-2 code, in upper case.',
+          tags,
+          params: CountryParams,
+          headers: ReferenceRequestHeaders,
+          response: { 200: described(GetCountryResponse, 'Country.'), ...errorResponses(400, 401, 403, 404, 429) },
+        },
+        config: { auth },
+      },
+      async (request) => ({ country: countries.get(request.params.country) }),
+    )
+  }
+}

@@ -1,0 +1,133 @@
+import { notFound } from '../../http/errors.ts'
+import {
+  COUNTRY_RESTRICTION_SCOPES,
+  type Country,
+  type CountryDefinition,
+  type CountryRestrictionScope,
+  type CountryRestrictionsFile,
+  type Subdivision,
+  type SubdivisionRestrictionScope,
+} from './countries.schemas.ts'
+import { ReferenceDataError } from './reference-data.ts'
+
+function problemsError(title: string, problems: readonly string[]): ReferenceDataError {
+  return new ReferenceDataError(`${title}:\n${problems.map((p) => `  - ${p}`).join('\n')}`)
+}
+
+/** Codes, subdivisions and parents that the rest relies on: each code once, each parent in its country. */
+export function checkCatalogue(definitions: readonly CountryDefinition[]): void {
+  const problems: string[] = []
+  const countries = new Set<string>()
+  for (const country of definitions) {
+    if (countries.has(country.code)) problems.push(`${country.code}: defined twice`)
+    countries.add(country.code)
+    const codes = new Set<string>()
+    for (const subdivision of country.subdivisions) {
+      if (!subdivision.code.startsWith(`${country.code}-`)) problems.push(`${subdivision.code}: listed under ${country.code}`)
+      if (codes.has(subdivision.code)) problems.push(`${subdivision.code}: defined twice`)
+      codes.add(subdivision.code)
+    }
+    const parents = new Map(country.subdivisions.map((s) => [s.code, s.parent]))
+    for (const subdivision of country.subdivisions) {
+      if (subdivision.parent === undefined) continue
+      if (!parents.has(subdivision.parent)) {
+        problems.push(`${subdivision.code}: its parent ${subdivision.parent} is not a subdivision of ${country.code}`)
+        continue
+      }
+      const seen = new Set([subdivision.code])
+      for (let parent: string | undefined = subdivision.parent; parent !== undefined; parent = parents.get(parent)) {
+        if (seen.has(parent)) {
+          problems.push(`${subdivision.code}: its parents form a cycle`)
+          break
+        }
+        seen.add(parent)
+      }
+    }
+  }
+  if (problems.length > 0) throw problemsError('Invalid countries (countries.json)', problems)
+}
+
+/**
+ * The countries as served: each with the operator's restrictions. A country closed to residents closes each of
+ * its subdivisions to them, and a subdivision closed to residents closes the subdivisions within it.
+ */
+export function applyRestrictions(definitions: readonly CountryDefinition[], policy: CountryRestrictionsFile): Country[] {
+  const problems: string[] = []
+  const countryScopes = new Map<string, Set<CountryRestrictionScope>>()
+  const subdivisionScopes = new Map<string, Set<SubdivisionRestrictionScope>>()
+  const knownCountries = new Set(definitions.map((c) => c.code))
+  const knownSubdivisions = new Set(definitions.flatMap((c) => c.subdivisions.map((s) => s.code)))
+
+  const collect = <S extends string>(entries: readonly { code: string; restrictions: readonly { scope: S }[] }[], target: Map<string, Set<S>>) => {
+    for (const entry of entries) {
+      if (target.has(entry.code)) problems.push(`${entry.code}: listed twice`)
+      const scopes = target.get(entry.code) ?? new Set<S>()
+      for (const { scope } of entry.restrictions) {
+        if (scopes.has(scope)) problems.push(`${entry.code}: scope ${scope} listed twice`)
+        scopes.add(scope)
+      }
+      target.set(entry.code, scopes)
+    }
+  }
+  collect(policy.countries, countryScopes)
+  collect(policy.subdivisions, subdivisionScopes)
+  const unknownCountries = [...countryScopes.keys()].filter((code) => !knownCountries.has(code))
+  if (unknownCountries.length > 0) problems.push(`unknown country codes: ${unknownCountries.join(', ')}`)
+  const unknownSubdivisions = [...subdivisionScopes.keys()].filter((code) => !knownSubdivisions.has(code))
+  if (unknownSubdivisions.length > 0) problems.push(`unknown subdivision codes: ${unknownSubdivisions.join(', ')}`)
+  if (problems.length > 0) throw problemsError('Invalid country restrictions (country-restrictions.json)', problems)
+
+  return definitions.map((definition) => {
+    const scopes = countryScopes.get(definition.code) ?? new Set()
+    const parents = new Map(definition.subdivisions.map((s) => [s.code, s.parent]))
+    const closedToResidents = (code: string): boolean => {
+      for (let current: string | undefined = code; current !== undefined; current = parents.get(current)) {
+        if (subdivisionScopes.get(current)?.has('residence')) return true
+      }
+      return scopes.has('residence')
+    }
+    const subdivisions: Subdivision[] = definition.subdivisions.map(({ code, name }) => ({
+      code,
+      name,
+      restrictions: closedToResidents(code) ? [{ scope: 'residence' }] : [],
+    }))
+    return {
+      code: definition.code,
+      name: definition.name,
+      asset: definition.asset,
+      restrictions: COUNTRY_RESTRICTION_SCOPES.filter((scope) => scopes.has(scope)).map((scope) => ({ scope })),
+      subdivisions,
+    }
+  })
+}
+
+/** The country catalogue with the operator's restrictions, built once at start: requests only look it up. */
+export class CountriesService {
+  private readonly countries: Country[]
+  private readonly byCode: ReadonlyMap<string, Country>
+
+  constructor(definitions: readonly CountryDefinition[], policy: CountryRestrictionsFile) {
+    checkCatalogue(definitions)
+    this.countries = deepFreeze(applyRestrictions(definitions, policy))
+    this.byCode = new Map(this.countries.map((country) => [country.code, country]))
+  }
+
+  /** Frozen: the same objects answer every request. */
+  list(): Country[] {
+    return this.countries
+  }
+
+  get(code: string): Country {
+    const country = this.byCode.get(code)
+    if (!country) throw notFound('country')
+    return country
+  }
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value)
+    for (const child of Object.values(value)) deepFreeze(child)
+  }
+  return value
+}
