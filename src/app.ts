@@ -21,18 +21,24 @@ import { TokenSigner } from './modules/auth/tokens.ts'
 import { healthRoutes } from './modules/health/health.routes.ts'
 import { metadataRoutes } from './modules/metadata/metadata.routes.ts'
 import { MetadataService } from './modules/metadata/metadata.service.ts'
+import { assetsRoutes } from './modules/reference/assets.routes.ts'
+import { AssetsFile } from './modules/reference/assets.schemas.ts'
+import { AssetCatalogue, AssetsService, userDirectoryOf } from './modules/reference/assets.service.ts'
 import { countriesRoutes } from './modules/reference/countries.routes.ts'
 import { CountriesFile, CountryRestrictionsFile } from './modules/reference/countries.schemas.ts'
 import { CountriesService } from './modules/reference/countries.service.ts'
 import { networksRoutes } from './modules/reference/networks.routes.ts'
 import { NetworksFile } from './modules/reference/networks.schemas.ts'
 import { NetworksService } from './modules/reference/networks.service.ts'
+import { ratesRoutes } from './modules/reference/rates.routes.ts'
+import { RatesService } from './modules/reference/rates.service.ts'
 import { railsRoutes } from './modules/reference/rails.routes.ts'
 import { RailsFile } from './modules/reference/rails.schemas.ts'
 import { RailsService } from './modules/reference/rails.service.ts'
 import { loadReferenceData } from './modules/reference/reference-data.ts'
 import { usersRoutes } from './modules/users/users.routes.ts'
 import { UsersService } from './modules/users/users.service.ts'
+import { SANDBOX_PRICE_SEED, SandboxPriceFeed } from './providers/prices/sandbox.ts'
 
 export const API_VERSION = '0.1.0'
 
@@ -52,6 +58,8 @@ export interface Services {
   metadata: MetadataService
   networks: NetworksService
   countries: CountriesService
+  assets: AssetsService
+  rates: RatesService
 }
 
 function createAjv(options: AjvOptions): Ajv {
@@ -108,6 +116,9 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
     loadReferenceData<CountriesFile>('countries.json', CountriesFile, config.referenceDataDir).countries,
     loadReferenceData<CountryRestrictionsFile>('country-restrictions.json', CountryRestrictionsFile, config.referenceDataDir),
   )
+  const assetCatalogue = new AssetCatalogue(loadReferenceData<AssetsFile>('assets.json', AssetsFile, config.referenceDataDir))
+  const rates = new RatesService({ catalogue: assetCatalogue, feed: new SandboxPriceFeed(SANDBOX_PRICE_SEED, assetCatalogue.fiatCodes()), db: database.db })
+  const assets = new AssetsService({ catalogue: assetCatalogue, rates, db: database.db, publicUrl: config.publicUrl, users: userDirectoryOf(users) })
   const metadata = new MetadataService(database.db)
   metadata.registerEntity('users', (principal, entityId) => users.metadataOwner(principal, entityId))
 
@@ -157,6 +168,8 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await app.register(usersRoutes(users))
   await app.register(metadataRoutes(metadata))
   await app.register(networksRoutes(networks))
+  await app.register(assetsRoutes(assets, config.environment))
+  await app.register(ratesRoutes(rates))
   await app.register(railsRoutes(rails))
   await app.register(countriesRoutes(countries))
 
@@ -170,5 +183,5 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   })
 
   await app.ready()
-  return { app, services: { clients, auth, users, metadata, networks, countries } }
+  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates } }
 }

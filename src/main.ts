@@ -45,6 +45,7 @@ async function serve(config: Config): Promise<void> {
     config.environment === 'sandbox',
   )
 
+  let stopPrices: () => Promise<void> = async () => {}
   let closing = false
   const shutdown = (signal: string) => {
     if (closing) return
@@ -55,7 +56,8 @@ async function serve(config: Config): Promise<void> {
       process.exit(1)
     }, config.shutdownTimeoutMs)
     timer.unref()
-    app.close().then(
+    // Price recording writes to the database, so it stops before the app closes it.
+    stopPrices().then(() => app.close()).then(
       () => process.exit(0),
       (error: unknown) => {
         app.log.error({ err: error }, 'shutdown failed')
@@ -67,6 +69,8 @@ async function serve(config: Config): Promise<void> {
   process.on('SIGINT', () => shutdown('SIGINT'))
 
   await app.listen({ host: config.host, port: config.port })
+  // Prices are recorded every minute (and history back-filled once) so that historical rates have points.
+  stopPrices = services.rates.startRecording((error) => app.log.error({ err: error }, 'price recording failed'))
   const baseUrl = config.publicUrl
   const lines = [
     '',

@@ -66,12 +66,30 @@ export interface IdempotencyKeysTable {
   expires_at: Timestamp
 }
 
+/** The USD mid of an asset for one time bucket of a resolution (`minute`, `day`, …); shared reference data. */
+export interface PricePointsTable {
+  asset: string
+  resolution: string
+  bucket_at: Timestamp
+  /** numeric: read back as a decimal string. */
+  usd_mid: string
+  recorded_at: Timestamp
+}
+
+export interface AssetCooldownSkipsTable {
+  organization_id: string
+  user_id: string
+  skipped_at: Timestamp
+}
+
 export interface Database {
   organizations: OrganizationsTable
   clients: ClientsTable
   users: UsersTable
   metadata: MetadataTable
   idempotency_keys: IdempotencyKeysTable
+  price_points: PricePointsTable
+  asset_cooldown_skips: AssetCooldownSkipsTable
 }
 
 export type Db = Kysely<Database>

@@ -1,0 +1,214 @@
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import path from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import { buildApp } from '../src/app.ts'
+import { openDatabase } from '../src/db/database.ts'
+import { loadOrCreateSecrets } from '../src/lib/data-dir.ts'
+import { bearer, ENGINES, individualUser, startApp, testConfig, type TestContext } from './helpers.ts'
+
+interface Asset {
+  code: string
+  name: string
+  type: string
+  symbol?: string
+  decimals: number
+  delisted: boolean
+  logo: string
+  features: string[]
+  cooldowns: { rule: string; features: string[]; endsAt: string }[]
+}
+
+const referenceData = path.resolve(import.meta.dirname, '../reference-data')
+const shipped = JSON.parse(fs.readFileSync(path.join(referenceData, 'assets.json'), 'utf8')) as { assets: Asset[] }
+const ALL_FEATURES = ['buy', 'deposit', 'sell', 'transfer', 'withdraw']
+
+describe('asset catalogue', () => {
+  test('holds the required fiat currencies and crypto assets', () => {
+    const codes = new Set(shipped.assets.map((a) => a.code))
+    for (const code of ['USD', 'EUR', 'GBP', 'JPY', 'CHF', 'BTC', 'ETH', 'XRP', 'SOL', 'LTC', 'USDC', 'USDT']) assert.ok(codes.has(code), code)
+  })
+
+  const countriesFile = path.join(referenceData, 'countries.json')
+  test('names every currency of the countries list', { skip: !fs.existsSync(countriesFile) && 'reference-data/countries.json does not exist yet' }, () => {
+    const raw = JSON.parse(fs.readFileSync(countriesFile, 'utf8')) as { countries?: { code: string; asset?: string }[] } | { code: string; asset?: string }[]
+    const countries = Array.isArray(raw) ? raw : (raw.countries ?? [])
+    assert.ok(countries.length > 0)
+    const codes = new Set(shipped.assets.map((a) => a.code))
+    const missing = countries.filter((c) => c.asset !== undefined && !codes.has(c.asset)).map((c) => `${c.code}: ${c.asset}`)
+    assert.deepEqual(missing, [])
+  })
+})
+
+for (const engine of ENGINES) {
+  describe(`assets [${engine}]`, () => {
+    let ctx: TestContext
+    let token: string
+    before(async () => {
+      ctx = await startApp(engine)
+      token = await ctx.token()
+    })
+    after(() => ctx.close())
+
+    const get = (url: string, headers: Record<string, string> = bearer(token)) => ctx.request({ method: 'GET', url, headers })
+
+    test('lists the catalogue, filtered by type', async () => {
+      const all = await get('/core/assets')
+      assert.equal(all.status, 200)
+      const assets = all.json<{ assets: Asset[] }>().assets
+      assert.deepEqual(assets.map((a) => a.code), shipped.assets.map((a) => a.code).sort())
+      const btc = assets.find((a) => a.code === 'BTC')!
+      assert.deepEqual(btc, {
+        code: 'BTC',
+        name: 'Bitcoin',
+        type: 'crypto',
+        symbol: '₿',
+        decimals: 8,
+        delisted: false,
+        logo: 'http://tessera.test/core/assets/BTC/logo.svg',
+        features: ALL_FEATURES,
+        cooldowns: [],
+      })
+      const crypto = (await get('/core/assets?type=crypto')).json<{ assets: Asset[] }>().assets
+      assert.ok(crypto.length >= 7 && crypto.every((a) => a.type === 'crypto'))
+      const both = (await get('/core/assets?type=fiat,crypto')).json<{ assets: Asset[] }>().assets
+      assert.equal(both.length, assets.length)
+      assert.equal((await get('/core/assets?type=stock')).status, 400)
+    })
+
+    test('sorts by every criterion of the reference', async () => {
+      const codes = async (sort: string) => {
+        const response = await get(`/core/assets?type=crypto&sort=${sort}`)
+        assert.equal(response.status, 200, `${sort}: ${response.body}`)
+        return response.json<{ assets: Asset[] }>().assets.map((a) => a.code)
+      }
+      const byCode = await codes('code:asc')
+      assert.deepEqual(byCode, [...byCode].sort())
+      assert.deepEqual(await codes('code:desc'), [...byCode].reverse())
+      assert.deepEqual(await codes('name:asc'), ['BUSD', 'BTC', 'ETH', 'LTC', 'SOL', 'USDT', 'USDC', 'XRP'].sort((a, b) => {
+        const name = (c: string) => shipped.assets.find((x) => x.code === c)!.name
+        return name(a).localeCompare(name(b), 'en')
+      }))
+      const byPrice = await codes('price:desc')
+      assert.equal(byPrice[0], 'BTC')
+      assert.equal(byPrice.at(-1), 'BUSD', 'an asset without a price comes last')
+      assert.equal((await codes('price:asc')).at(-1), 'BUSD')
+      assert.equal((await codes('market-cap:desc'))[0], 'BTC')
+      for (const order of ['asc', 'desc']) {
+        for (const window of ['one-hour', 'one-day', 'one-week', 'one-month', 'one-year', 'five-years']) {
+          const sorted = await codes(`price-delta:${order}:${window}`)
+          assert.equal(sorted.length, byCode.length)
+          assert.equal(sorted.at(-1), 'BUSD')
+        }
+      }
+      assert.notDeepEqual(await codes('price-delta:asc:one-day'), await codes('price-delta:desc:one-day'))
+      assert.equal((await get('/core/assets?sort=price-delta:up:one-day')).status, 400)
+    })
+
+    test('gets one asset; an unknown code is 404', async () => {
+      const response = await get('/core/assets/GBP')
+      assert.equal(response.status, 200)
+      assert.deepEqual(response.json<{ asset: Asset }>().asset, {
+        code: 'GBP',
+        name: 'British Pound',
+        type: 'fiat',
+        symbol: '£',
+        decimals: 2,
+        delisted: false,
+        logo: 'http://tessera.test/core/assets/GBP/logo.svg',
+        features: ALL_FEATURES,
+        cooldowns: [],
+      })
+      assert.equal((await get('/core/assets/BUSD')).json<{ asset: Asset }>().asset.delisted, true)
+      const missing = await get('/core/assets/DOGE')
+      assert.equal(missing.status, 404)
+      assert.deepEqual(missing.json(), { code: 'entity_not_found', message: 'The asset cannot be found', details: { entity: 'asset' } })
+      assert.equal((await get('/core/assets/BTC', {})).status, 401)
+    })
+
+    test('gets many assets by code, leaving unknown codes out', async () => {
+      const mget = (payload: unknown) => ctx.request({ method: 'POST', url: '/core/assets/_mget', headers: bearer(token), payload: payload as Record<string, unknown> })
+      const response = await mget({ codes: ['BTC', 'ETH', 'NOPE', 'BTC'] })
+      assert.equal(response.status, 200)
+      const { assets } = response.json<{ assets: Record<string, Asset> }>()
+      assert.deepEqual(Object.keys(assets), ['BTC', 'ETH'])
+      assert.equal(assets.ETH!.decimals, 18)
+      for (const bad of [{ codes: 'BTC' }, { codes: [] }, {}, { codes: [''] }, { codes: Array.from({ length: 101 }, (_, i) => `C${i}`) }]) {
+        const rejected = await mget(bad)
+        assert.equal(rejected.status, 400, JSON.stringify(bad).slice(0, 60))
+        assert.equal(rejected.json().code, 'request_invalid')
+      }
+    })
+
+    test('serves every logo itself, publicly', async () => {
+      for (const code of ['BTC', 'GBP', 'XOF']) {
+        const logo = await ctx.app.inject({ method: 'GET', url: `/core/assets/${code}/logo.svg` })
+        assert.equal(logo.statusCode, 200)
+        assert.equal(logo.headers['content-type'], 'image/svg+xml')
+        assert.match(logo.body, /^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"[\s\S]*<\/svg>$/)
+        assert.doesNotMatch(logo.body, /https?:\/\/(?!www\.w3\.org)/, 'nothing from elsewhere')
+        assert.equal(logo.body, (await ctx.app.inject({ method: 'GET', url: `/core/assets/${code}/logo.svg` })).body, 'deterministic')
+      }
+      assert.equal((await ctx.app.inject({ method: 'GET', url: '/core/assets/NOPE/logo.svg' })).statusCode, 404)
+      const document = ctx.app.swagger() as { paths: Record<string, unknown> }
+      assert.ok(!Object.keys(document.paths).some((p) => p.includes('logo')))
+    })
+
+    test('acting for a user, features are narrowed by residence and cooldowns, which the test helper skips', async () => {
+      const gb = await ctx.createUser(token)
+      const asGb = (await get('/core/assets/BTC', bearer(token, gb.id))).json<{ asset: Asset }>().asset
+      assert.deepEqual(asGb.features, ['sell', 'transfer', 'withdraw'])
+      assert.equal(asGb.cooldowns.length, 1)
+      assert.deepEqual({ ...asGb.cooldowns[0], endsAt: undefined }, { rule: 'financial-promotions', features: ['buy', 'deposit'], endsAt: undefined })
+      const endsAt = Date.parse(asGb.cooldowns[0]!.endsAt)
+      assert.ok(Math.abs(endsAt - (Date.parse(String(gb.createdAt)) + 24 * 3_600_000)) < 1000)
+      assert.deepEqual((await get('/core/assets/GBP', bearer(token, gb.id))).json<{ asset: Asset }>().asset.features, ALL_FEATURES)
+      const listed = (await get('/core/assets?type=crypto', bearer(token, gb.id))).json<{ assets: Asset[] }>().assets
+      assert.ok(listed.filter((a) => !a.delisted).every((a) => a.cooldowns.length === 1))
+
+      const skip = await ctx.request({ method: 'PUT', url: '/core/assets/test-helpers/skip-assets-cooldowns', headers: bearer(token, gb.id) })
+      assert.equal(skip.status, 204)
+      assert.equal(skip.body, '')
+      const after = (await ctx.request({ method: 'POST', url: '/core/assets/_mget', headers: bearer(token, gb.id), payload: { codes: ['BTC'] } })).json<{ assets: Record<string, Asset> }>()
+      assert.deepEqual(after.assets.BTC!.features, ALL_FEATURES)
+      assert.deepEqual(after.assets.BTC!.cooldowns, [])
+      // Another user of the organization still cools down.
+      const other = await ctx.createUser(token)
+      assert.equal((await get('/core/assets/BTC', bearer(token, other.id))).json<{ asset: Asset }>().asset.cooldowns.length, 1)
+
+      const ny = await ctx.createUser(token, individualUser({ address: { country: 'US', subdivision: 'US-NY' } }))
+      assert.deepEqual((await get('/core/assets/ETH', bearer(token, ny.id))).json<{ asset: Asset }>().asset.features, ['deposit', 'transfer', 'withdraw'])
+      const ca = await ctx.createUser(token, individualUser({ address: { country: 'US', subdivision: 'US-CA' } }))
+      assert.deepEqual((await get('/core/assets/ETH', bearer(token, ca.id))).json<{ asset: Asset }>().asset.features, ALL_FEATURES)
+    })
+
+    test('the cooldown helper acts for users only, with its scope', async () => {
+      const user = await ctx.createUser(token)
+      const put = (headers: Record<string, string>) => ctx.request({ method: 'PUT', url: '/core/assets/test-helpers/skip-assets-cooldowns', headers })
+      assert.equal((await put(bearer(token))).status, 403)
+      const narrow = await ctx.token(ctx.client, 'core.users:act-on-behalf-of')
+      const denied = await put(bearer(narrow, user.id))
+      assert.equal(denied.status, 403)
+      assert.equal(denied.json().code, 'token_insufficient_scopes')
+      const allowed = await ctx.token(ctx.client, 'core.users:act-on-behalf-of core.assets:use-test-helpers')
+      assert.equal((await put(bearer(allowed, user.id))).status, 204)
+    })
+  })
+}
+
+describe('assets in production', () => {
+  test('the cooldown helper does not exist', async () => {
+    const config = testConfig({ TESSERA_ENV: 'production', TOKEN_SIGNING_KEY: loadOrCreateSecrets(null, testConfig()).tokenSigningKey, SEALING_KEY: Buffer.alloc(32, 1).toString('base64') })
+    const database = await openDatabase({ ...config, databaseUrl: null, dataDir: null })
+    const { app } = await buildApp({ config, database, secrets: loadOrCreateSecrets(null, config) })
+    try {
+      const response = await app.inject({ method: 'PUT', url: '/core/assets/test-helpers/skip-assets-cooldowns' })
+      assert.equal(response.statusCode, 404)
+      const document = app.swagger() as { paths: Record<string, unknown> }
+      assert.ok(!Object.keys(document.paths).some((p) => p.includes('test-helpers/skip-assets-cooldowns')))
+      assert.ok(Object.keys(document.paths).includes('/core/assets/{asset}'))
+    } finally {
+      await app.close()
+    }
+  })
+})
