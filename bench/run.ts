@@ -407,16 +407,35 @@ async function main(): Promise<number> {
     200,
   )
 
+  // Reference data, as a client reads it (no user): served from memory after authentication.
+  const clientHeaders = { authorization: `Bearer ${accessToken}` }
+  const g = await measure('(g)', 'GET /core/assets/BTC', { url: `${baseUrl}/core/assets/BTC`, method: 'GET', headers: clientHeaders }, 200)
+  const h = await measure('(h)', 'GET /core/countries/GB', { url: `${baseUrl}/core/countries/GB`, method: 'GET', headers: clientHeaders }, 200)
+  const i = await measure(
+    '(i)',
+    'POST /core/networks/bitcoin/validate-address',
+    {
+      url: `${baseUrl}/core/networks/bitcoin/validate-address`,
+      method: 'POST',
+      headers: { ...clientHeaders, 'content-type': 'application/json' },
+      body: JSON.stringify({ address: 'tb1qxsy3qh8d44d5jkuvn98rxsjtxpmdlslg8d92cv' }),
+    },
+    200,
+  )
+
   // Taken before stopping: shutdown adds its own lines, which say nothing about the measured runs.
   const tesseraOutput = tessera.child.tail()
   await stopChild(tessera.child)
-  const scenarios = [a, b, c, d, e, f]
+  const scenarios = [a, b, c, d, e, f, g, h, i]
   const ratios = {
     tokenToHello: b.requestsPerSecond / a.requestsPerSecond,
     usersMeToHello: c.requestsPerSecond / a.requestsPerSecond,
     metadataGetToHello: d.requestsPerSecond / a.requestsPerSecond,
     metadataNotModifiedToHello: e.requestsPerSecond / a.requestsPerSecond,
     metadataPutToHello: f.requestsPerSecond / a.requestsPerSecond,
+    assetToHello: g.requestsPerSecond / a.requestsPerSecond,
+    countryToHello: h.requestsPerSecond / a.requestsPerSecond,
+    validateAddressToHello: i.requestsPerSecond / a.requestsPerSecond,
   }
   const targetMet = ratios.usersMeToHello >= TARGET_RATIO
 
@@ -445,6 +464,9 @@ async function main(): Promise<number> {
     `(d)/(a) req/s: ${ratios.metadataGetToHello.toFixed(3)}`,
     `(e)/(a) req/s: ${ratios.metadataNotModifiedToHello.toFixed(3)}`,
     `(f)/(a) req/s: ${ratios.metadataPutToHello.toFixed(3)}`,
+    `(g)/(a) req/s: ${ratios.assetToHello.toFixed(3)}   target ≥ ${TARGET_RATIO.toFixed(2)}: ${ratios.assetToHello >= TARGET_RATIO ? 'met' : 'NOT met'}`,
+    `(h)/(a) req/s: ${ratios.countryToHello.toFixed(3)}   target ≥ ${TARGET_RATIO.toFixed(2)}: ${ratios.countryToHello >= TARGET_RATIO ? 'met' : 'NOT met'}`,
+    `(i)/(a) req/s: ${ratios.validateAddressToHello.toFixed(3)}   target ≥ ${TARGET_RATIO.toFixed(2)}: ${ratios.validateAddressToHello >= TARGET_RATIO ? 'met' : 'NOT met'}`,
     '',
   ]
   process.stdout.write(lines.join('\n'))
@@ -469,7 +491,7 @@ async function main(): Promise<number> {
       connections: settings.connections,
       pipelining: settings.pipelining,
     },
-    scenarios: { a, b, c, d, e, f },
+    scenarios: { a, b, c, d, e, f, g, h, i },
     ratios: { ...ratios, target: TARGET_RATIO, targetMet },
     cpuProfileDir: tessera.profileDir,
   }

@@ -1,5 +1,5 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import type { FastifyBaseLogger, FastifyInstance, FastifyRequest, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify'
 import type { Principal, RouteAuth } from './principal.ts'
 
 declare module 'fastify' {
@@ -20,4 +20,12 @@ export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression,
 export function principalOf(request: FastifyRequest): Principal {
   if (!request.principal) throw new Error(`Route ${request.routeOptions.url ?? ''} has no auth configuration`)
   return request.principal
+}
+
+/**
+ * Sends a body serialized once ahead of time (data fixed for the life of the process). The route's response
+ * schema still documents it, and the tests still validate it, but it skips per-request serialization.
+ */
+export function sendSerialized(reply: FastifyReply, json: string): FastifyReply {
+  return reply.type('application/json; charset=utf-8').send(json)
 }

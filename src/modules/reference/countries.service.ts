@@ -103,31 +103,26 @@ export function applyRestrictions(definitions: readonly CountryDefinition[], pol
 
 /** The country catalogue with the operator's restrictions, built once at start: requests only look it up. */
 export class CountriesService {
-  private readonly countries: Country[]
-  private readonly byCode: ReadonlyMap<string, Country>
+  /** The response bodies, serialized once: a country never changes while the process runs. */
+  private readonly listJson: string
+  private readonly jsonByCode: ReadonlyMap<string, string>
 
   constructor(definitions: readonly CountryDefinition[], policy: CountryRestrictionsFile) {
     checkCatalogue(definitions)
-    this.countries = deepFreeze(applyRestrictions(definitions, policy))
-    this.byCode = new Map(this.countries.map((country) => [country.code, country]))
+    const countries: Country[] = applyRestrictions(definitions, policy)
+    this.listJson = JSON.stringify({ countries })
+    this.jsonByCode = new Map(countries.map((country) => [country.code, JSON.stringify({ country })]))
   }
 
-  /** Frozen: the same objects answer every request. */
-  list(): Country[] {
-    return this.countries
+  /** `{"countries": […]}`, ready to send. */
+  listBody(): string {
+    return this.listJson
   }
 
-  get(code: string): Country {
-    const country = this.byCode.get(code)
-    if (!country) throw notFound('country')
-    return country
+  /** `{"country": …}`, ready to send; 404 for a code not in the catalogue. */
+  getBody(code: string): string {
+    const body = this.jsonByCode.get(code)
+    if (body === undefined) throw notFound('country')
+    return body
   }
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
-    Object.freeze(value)
-    for (const child of Object.values(value)) deepFreeze(child)
-  }
-  return value
 }
