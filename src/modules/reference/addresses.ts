@@ -86,12 +86,13 @@ function otherChain(chain: Chain): Chain {
 }
 
 function checkUtxoAddress(network: UtxoNetwork, chain: Chain, address: string): AddressRejection | undefined {
-  const payload = decodeBase58check(address)
-  if (payload !== undefined) return checkBase58Payload(network, chain, payload)
-
+  // The segwit prefix is a cheap string test; base58 decoding is quadratic, so it comes second.
   const lower = address.toLowerCase()
   const hrp = lower.slice(0, Math.max(lower.lastIndexOf('1'), 0))
   if (hrp === network.main.hrp || hrp === network.test.hrp) return checkSegwitAddress(network[chain].hrp, address)
+
+  const payload = decodeBase58check(address)
+  if (payload !== undefined) return checkBase58Payload(network, chain, payload)
   // A well-formed bech32 string of some other coin or network (e.g. regtest `bcrt`): say so rather than "checksum".
   if (bech32.decodeUnsafe(address, BECH32_MAX_LENGTH) || bech32m.decodeUnsafe(address, BECH32_MAX_LENGTH)) return 'unknown_prefix'
   return base58Failure(address)
