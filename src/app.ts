@@ -118,7 +118,14 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   )
   const assetCatalogue = new AssetCatalogue(loadReferenceData<AssetsFile>('assets.json', AssetsFile, config.referenceDataDir))
   const rates = new RatesService({ catalogue: assetCatalogue, feed: new SandboxPriceFeed(SANDBOX_PRICE_SEED, assetCatalogue.fiatCodes()), db: database.db })
-  const assets = new AssetsService({ catalogue: assetCatalogue, rates, db: database.db, publicUrl: config.publicUrl, users: userDirectoryOf(users) })
+  const assets = new AssetsService({
+    catalogue: assetCatalogue,
+    rates,
+    db: database.db,
+    publicUrl: config.publicUrl,
+    users: userDirectoryOf(users),
+    residences: countries,
+  })
   const metadata = new MetadataService(database.db)
   metadata.registerEntity('users', (principal, entityId) => users.metadataOwner(principal, entityId))
 

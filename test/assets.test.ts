@@ -182,6 +182,17 @@ for (const engine of ENGINES) {
       assert.deepEqual((await get('/core/assets/ETH', bearer(token, ca.id))).json<{ asset: Asset }>().asset.features, ALL_FEATURES)
     })
 
+    test('a user living where residents may not be served has no features on any asset', async () => {
+      for (const address of [{ country: 'KP' }, { country: 'UA', subdivision: 'UA-43' }]) {
+        const resident = await ctx.createUser(token, individualUser({ address }))
+        const assets = (await get('/core/assets', bearer(token, resident.id))).json<{ assets: Asset[] }>().assets
+        assert.ok(assets.length > 0)
+        assert.ok(assets.every((asset) => asset.features.length === 0), JSON.stringify(address))
+      }
+      const elsewhere = await ctx.createUser(token, individualUser({ address: { country: 'UA', subdivision: 'UA-30' } }))
+      assert.deepEqual((await get('/core/assets/USD', bearer(token, elsewhere.id))).json<{ asset: Asset }>().asset.features, ALL_FEATURES)
+    })
+
     test('the cooldown helper acts for users only, with its scope', async () => {
       const user = await ctx.createUser(token)
       const put = (headers: Record<string, string>) => ctx.request({ method: 'PUT', url: '/core/assets/test-helpers/skip-assets-cooldowns', headers })

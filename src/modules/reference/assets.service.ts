@@ -83,6 +83,8 @@ export interface AssetsServiceDeps {
   /** Base URL of this deployment: logos are served from it. */
   publicUrl: string
   users?: UserDirectory
+  /** Where residents may not be served at all (the countries' residence restrictions). */
+  residences?: { closedToResidents(residence: Residence): boolean }
   now?: () => Date
 }
 
@@ -109,6 +111,7 @@ export class AssetsService {
   private readonly db: Db
   private readonly publicUrl: string
   private readonly users: UserDirectory
+  private readonly residences: { closedToResidents(residence: Residence): boolean }
   private readonly now: () => Date
 
   constructor(deps: AssetsServiceDeps) {
@@ -117,6 +120,7 @@ export class AssetsService {
     this.db = deps.db
     this.publicUrl = deps.publicUrl
     this.users = deps.users ?? NO_USER_DIRECTORY
+    this.residences = deps.residences ?? { closedToResidents: () => false }
     this.now = deps.now ?? (() => new Date())
   }
 
@@ -140,7 +144,12 @@ export class AssetsService {
   private present(definition: AssetDefinition, user: UserStanding | null, now: Date): Asset {
     const { code, name, type, symbol, decimals, delisted } = definition
     const cooldowns = user === null ? [] : activeCooldowns(definition, user, this.catalogue.file.cooldowns, now)
-    const features = user === null ? [...definition.features] : featuresFor(definition, user.residence, this.catalogue.file.restrictions, cooldowns)
+    const features =
+      user === null
+        ? [...definition.features]
+        : user.residence !== null && this.residences.closedToResidents(user.residence)
+          ? []
+          : featuresFor(definition, user.residence, this.catalogue.file.restrictions, cooldowns)
     return { code, name, type, ...(symbol ? { symbol } : {}), decimals, delisted, logo: this.logoUrl(code), features, cooldowns }
   }
 

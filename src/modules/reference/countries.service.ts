@@ -106,12 +106,24 @@ export class CountriesService {
   /** The response bodies, serialized once: a country never changes while the process runs. */
   private readonly listJson: string
   private readonly jsonByCode: ReadonlyMap<string, string>
+  /** Countries and subdivisions whose residents may not be served. */
+  private readonly closedResidences: ReadonlySet<string>
 
   constructor(definitions: readonly CountryDefinition[], policy: CountryRestrictionsFile) {
     checkCatalogue(definitions)
     const countries: Country[] = applyRestrictions(definitions, policy)
     this.listJson = JSON.stringify({ countries })
     this.jsonByCode = new Map(countries.map((country) => [country.code, JSON.stringify({ country })]))
+    const closed = (entry: { restrictions: readonly { scope: string }[] }) => entry.restrictions.some((r) => r.scope === 'residence')
+    this.closedResidences = new Set([
+      ...countries.filter(closed).map((c) => c.code),
+      ...countries.flatMap((c) => c.subdivisions.filter(closed).map((s) => s.code)),
+    ])
+  }
+
+  /** Whether people living there may not be served, by the restrictions this deployment applies. */
+  closedToResidents(residence: { country: string; subdivision?: string }): boolean {
+    return this.closedResidences.has(residence.country) || (residence.subdivision !== undefined && this.closedResidences.has(residence.subdivision))
   }
 
   /** `{"countries": […]}`, ready to send. */

@@ -101,6 +101,14 @@ describe('country catalogue checks', () => {
     )
   })
 
+  test('a residence is closed when its country or subdivision is restricted for residence', () => {
+    const policy = { countries: [{ code: 'US', restrictions: [{ scope: 'phone' as const }] }], subdivisions: [{ code: 'FR-IDF', restrictions: [{ scope: 'residence' as const }] }] }
+    const service = new CountriesService(catalogue, policy)
+    assert.equal(service.closedToResidents({ country: 'FR', subdivision: 'FR-IDF' }), true)
+    assert.equal(service.closedToResidents({ country: 'FR' }), false)
+    assert.equal(service.closedToResidents({ country: 'US' }), false, 'a phone restriction does not close residence')
+  })
+
   test('the service looks countries up by exact code and serves bodies serialized once', () => {
     const service = new CountriesService(catalogue, none)
     assert.equal((JSON.parse(service.getBody('US')) as { country: { name: string } }).country.name, 'United States of America')
