@@ -102,3 +102,6 @@ export const OnBehalfOfHeader = {
     }),
   ),
 }
+
+/** Headers of an operation that may act for a user: X-On-Behalf-Of and the end user's context. */
+export const ActingRequestHeaders = Type.Object({ ...OnBehalfOfHeader, ...UserContextHeaders })

@@ -1,11 +1,10 @@
 import Type from 'typebox'
 import type { Environment } from '../../config.ts'
-import type { Subject } from '../../http/principal.ts'
-import { described, errorResponses } from '../../http/schemas.ts'
+import { ActingRequestHeaders, described, errorResponses } from '../../http/schemas.ts'
 import { principalOf, type App } from '../../http/types.ts'
+import { REFERENCE_DATA_AUTH } from './reference-data.ts'
 import {
   AssetParams,
-  AssetRequestHeaders,
   GetAssetResponse,
   GetManyAssetsBody,
   GetManyAssetsResponse,
@@ -14,8 +13,6 @@ import {
 } from './assets.schemas.ts'
 import type { AssetsService } from './assets.service.ts'
 
-/** Reference data is open to every token, whoever it acts for (the reference lists no scope). */
-const auth = { scopes: [] as string[], subjects: ['client', 'user:business', 'user:individual'] as Subject[] }
 
 export function assetsRoutes(assets: AssetsService, environment: Environment) {
   return async function routes(app: App): Promise<void> {
@@ -30,10 +27,10 @@ export function assetsRoutes(assets: AssetsService, environment: Environment) {
           description: 'Fiat currencies and crypto assets. Acting for a user, features are those the user may use now.',
           tags,
           querystring: ListAssetsQuery,
-          headers: AssetRequestHeaders,
+          headers: ActingRequestHeaders,
           response: { 200: described(ListAssetsResponse, 'Assets.'), ...errorResponses(400, 401, 403, 404, 429) },
         },
-        config: { auth },
+        config: { auth: REFERENCE_DATA_AUTH },
       },
       async (request) => ({ assets: await assets.list(principalOf(request), { types: request.query.type?.split(','), sort: request.query.sort }) }),
     )
@@ -46,11 +43,11 @@ export function assetsRoutes(assets: AssetsService, environment: Environment) {
           summary: 'Get many assets',
           description: 'Assets by code, at most 100; codes not in the catalogue are left out of the answer.',
           tags,
-          headers: AssetRequestHeaders,
+          headers: ActingRequestHeaders,
           body: GetManyAssetsBody,
           response: { 200: described(GetManyAssetsResponse, 'Assets by code.'), ...errorResponses(400, 401, 403, 404, 413, 415, 429) },
         },
-        config: { auth },
+        config: { auth: REFERENCE_DATA_AUTH },
       },
       async (request) => ({ assets: await assets.getMany(principalOf(request), request.body.codes) }),
     )
@@ -63,10 +60,10 @@ export function assetsRoutes(assets: AssetsService, environment: Environment) {
           summary: 'Get asset',
           tags,
           params: AssetParams,
-          headers: AssetRequestHeaders,
+          headers: ActingRequestHeaders,
           response: { 200: described(GetAssetResponse, 'Asset.'), ...errorResponses(400, 401, 403, 404, 429) },
         },
-        config: { auth },
+        config: { auth: REFERENCE_DATA_AUTH },
       },
       async (request) => ({ asset: await assets.get(principalOf(request), request.params.asset) }),
     )
@@ -91,7 +88,7 @@ export function assetsRoutes(assets: AssetsService, environment: Environment) {
             summary: 'Skip assets cooldowns',
             description: 'Sandbox only: ends the cooldowns running for the user the request acts for.',
             tags,
-            headers: AssetRequestHeaders,
+            headers: ActingRequestHeaders,
             response: { 204: Type.Null({ description: 'Cooldowns skipped.' }), ...errorResponses(400, 401, 403, 404, 429) },
           },
           config: { auth: { scopes: ['core.assets:use-test-helpers'], subjects: ['user:individual', 'user:business'] } },

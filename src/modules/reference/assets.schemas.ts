@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox'
-import { component, OnBehalfOfHeader, Timestamp, UserContextHeaders } from '../../http/schemas.ts'
+import { component, Timestamp } from '../../http/schemas.ts'
 import { ASSET_FEATURES } from './asset-rules.ts'
 
 export const ASSET_TYPES = ['fiat', 'crypto'] as const
@@ -120,4 +120,3 @@ export const GetAssetResponse = component('get-asset-response', Type.Object({ as
 
 export const AssetParams = Type.Object({ asset: Type.String({ minLength: 1, maxLength: 32, description: 'The asset code.' }) })
 
-export const AssetRequestHeaders = Type.Object({ ...OnBehalfOfHeader, ...UserContextHeaders })

@@ -1,12 +1,9 @@
-import type { Subject } from '../../http/principal.ts'
-import { described, errorResponses } from '../../http/schemas.ts'
+import { ActingRequestHeaders, described, errorResponses } from '../../http/schemas.ts'
 import { sendSerialized, type App } from '../../http/types.ts'
+import { REFERENCE_DATA_AUTH } from './reference-data.ts'
 import { CountryParams, GetCountryResponse, ListCountriesResponse } from './countries.schemas.ts'
 import type { CountriesService } from './countries.service.ts'
-import { ReferenceRequestHeaders } from './networks.schemas.ts'
 
-/** Reference data is open to every token, whoever it acts for (the reference lists no scope). */
-const auth = { scopes: [] as string[], subjects: ['client', 'user:business', 'user:individual'] as Subject[] }
 
 export function countriesRoutes(countries: CountriesService) {
   return async function routes(app: App): Promise<void> {
@@ -20,10 +17,10 @@ export function countriesRoutes(countries: CountriesService) {
           summary: 'List countries',
           description: 'Every ISO 3166-1 country with its currency, its ISO 3166-2 subdivisions and the restrictions this deployment applies.',
           tags,
-          headers: ReferenceRequestHeaders,
+          headers: ActingRequestHeaders,
           response: { 200: described(ListCountriesResponse, 'Countries.'), ...errorResponses(400, 401, 403, 404, 429) },
         },
-        config: { auth },
+        config: { auth: REFERENCE_DATA_AUTH },
       },
       // Pre-serialized at start (the tests check it against the schema like any response).
       async (_request, reply) => sendSerialized(reply, countries.listBody()),
@@ -38,10 +35,10 @@ export function countriesRoutes(countries: CountriesService) {
           description: 'A country by its ISO 3166-1 alpha-2 code, in upper case.',
           tags,
           params: CountryParams,
-          headers: ReferenceRequestHeaders,
+          headers: ActingRequestHeaders,
           response: { 200: described(GetCountryResponse, 'Country.'), ...errorResponses(400, 401, 403, 404, 429) },
         },
-        config: { auth },
+        config: { auth: REFERENCE_DATA_AUTH },
       },
       async (request, reply) => sendSerialized(reply, countries.getBody(request.params.country)),
     )

@@ -1,19 +1,16 @@
-import type { Subject } from '../../http/principal.ts'
-import { described, errorResponses } from '../../http/schemas.ts'
+import { ActingRequestHeaders, described, errorResponses } from '../../http/schemas.ts'
+import { REFERENCE_DATA_AUTH } from './reference-data.ts'
 import type { App } from '../../http/types.ts'
 import {
   GetNetworkResponse,
   ListNetworksQuery,
   ListNetworksResponse,
   NetworkParams,
-  ReferenceRequestHeaders,
   ValidateAddressBody,
   ValidateAddressResponse,
 } from './networks.schemas.ts'
 import type { NetworksService } from './networks.service.ts'
 
-/** Reference data is open to every token, whoever it acts for (the reference lists no scope). */
-const auth = { scopes: [] as string[], subjects: ['client', 'user:business', 'user:individual'] as Subject[] }
 
 export function networksRoutes(networks: NetworksService) {
   return async function routes(app: App): Promise<void> {
@@ -28,10 +25,10 @@ export function networksRoutes(networks: NetworksService) {
           description: 'Crypto networks, bank rails, card schemes and payment-method providers.',
           tags,
           querystring: ListNetworksQuery,
-          headers: ReferenceRequestHeaders,
+          headers: ActingRequestHeaders,
           response: { 200: described(ListNetworksResponse, 'Networks.'), ...errorResponses(400, 401, 403, 404, 429) },
         },
-        config: { auth },
+        config: { auth: REFERENCE_DATA_AUTH },
       },
       async (request) => ({ networks: networks.list(request.query.type?.split(',')) }),
     )
@@ -44,10 +41,10 @@ export function networksRoutes(networks: NetworksService) {
           summary: 'Get network',
           tags,
           params: NetworkParams,
-          headers: ReferenceRequestHeaders,
+          headers: ActingRequestHeaders,
           response: { 200: described(GetNetworkResponse, 'Network.'), ...errorResponses(400, 401, 403, 404, 429) },
         },
-        config: { auth },
+        config: { auth: REFERENCE_DATA_AUTH },
       },
       async (request) => ({ network: networks.get(request.params.network) }),
     )
@@ -63,11 +60,11 @@ export function networksRoutes(networks: NetworksService) {
             'encodings and the chain this deployment uses (test chains in sandbox, main chains in production).',
           tags,
           params: NetworkParams,
-          headers: ReferenceRequestHeaders,
+          headers: ActingRequestHeaders,
           body: ValidateAddressBody,
           response: { 200: described(ValidateAddressResponse, 'Validation result.'), ...errorResponses(400, 401, 403, 404, 409, 413, 415, 429) },
         },
-        config: { auth },
+        config: { auth: REFERENCE_DATA_AUTH },
       },
       async (request) => networks.validateAddress(request.params.network, request.body.address, request.body.reference),
     )

@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox'
-import { component, OnBehalfOfHeader, UserContextHeaders } from '../../http/schemas.ts'
+import { component } from '../../http/schemas.ts'
 
 export const NETWORK_TYPES = ['crypto', 'card', 'bank', 'apm'] as const
 export const ADDRESS_FAMILIES = ['bitcoin', 'litecoin', 'ethereum', 'xrp-ledger', 'solana'] as const
@@ -93,4 +93,3 @@ export const ValidateAddressResponse = component(
   }),
 )
 
-export const ReferenceRequestHeaders = Type.Object({ ...OnBehalfOfHeader, ...UserContextHeaders })

@@ -1,10 +1,9 @@
-import type { Subject } from '../../http/principal.ts'
-import { described, errorResponses } from '../../http/schemas.ts'
+import { ActingRequestHeaders, described, errorResponses } from '../../http/schemas.ts'
+import { REFERENCE_DATA_AUTH } from './reference-data.ts'
 import type { App } from '../../http/types.ts'
-import { ListRailsQuery, ListRailsResponse, RailsRequestHeaders } from './rails.schemas.ts'
+import { ListRailsQuery, ListRailsResponse } from './rails.schemas.ts'
 import type { RailsService } from './rails.service.ts'
 
-const auth = { scopes: [] as string[], subjects: ['client', 'user:business', 'user:individual'] as Subject[] }
 const split = (value: string | undefined) => value?.split(',')
 
 export function railsRoutes(rails: RailsService) {
@@ -18,10 +17,10 @@ export function railsRoutes(rails: RailsService) {
           description: 'How each asset can be deposited and withdrawn over each network, on the chains this deployment uses.',
           tags: ['Assets'],
           querystring: ListRailsQuery,
-          headers: RailsRequestHeaders,
+          headers: ActingRequestHeaders,
           response: { 200: described(ListRailsResponse, 'Rails.'), ...errorResponses(400, 401, 403, 404, 429) },
         },
-        config: { auth },
+        config: { auth: REFERENCE_DATA_AUTH },
       },
       async (request) => {
         const { type, network, method, asset } = request.query

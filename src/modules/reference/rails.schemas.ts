@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox'
-import { component, OnBehalfOfHeader, UserContextHeaders } from '../../http/schemas.ts'
+import { component } from '../../http/schemas.ts'
 import { NETWORK_TYPES } from './networks.schemas.ts'
 
 export const RAIL_METHODS = ['crypto-transaction', 'credit-card', 'debit-card', 'bank-transfer', 'apple-pay', 'paypal', 'venmo'] as const
@@ -61,4 +61,3 @@ export const ListRailsQuery = Type.Object({
   method: list(`(${RAIL_METHODS.join('|')})`, 'Only rails of these methods, comma-separated.'),
   asset: list('[A-Za-z0-9]+', 'Only rails of these assets, comma-separated.'),
 })
-export const RailsRequestHeaders = Type.Object({ ...OnBehalfOfHeader, ...UserContextHeaders })

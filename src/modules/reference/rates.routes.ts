@@ -1,5 +1,5 @@
-import type { Subject } from '../../http/principal.ts'
 import { described, errorResponses } from '../../http/schemas.ts'
+import { REFERENCE_DATA_AUTH } from './reference-data.ts'
 import type { App } from '../../http/types.ts'
 import { AssetParams } from './assets.schemas.ts'
 import {
@@ -11,7 +11,6 @@ import {
 } from './rates.schemas.ts'
 import type { RatesService } from './rates.service.ts'
 
-const auth = { scopes: [] as string[], subjects: ['client', 'user:business', 'user:individual'] as Subject[] }
 
 export function ratesRoutes(rates: RatesService) {
   return async function routes(app: App): Promise<void> {
@@ -32,7 +31,7 @@ export function ratesRoutes(rates: RatesService) {
           headers: RatesRequestHeaders,
           response: { 200: described(GetAssetRatesResponse, 'Rates by denomination.'), ...errorResponses(400, 401, 403, 404, 409, 429) },
         },
-        config: { auth },
+        config: { auth: REFERENCE_DATA_AUTH },
       },
       async (request) => ({ rates: await rates.rates(request.params.asset, request.query.denomination?.split(',')) }),
     )
@@ -50,7 +49,7 @@ export function ratesRoutes(rates: RatesService) {
           headers: RatesRequestHeaders,
           response: { 200: described(GetAssetHistoricalRatesResponse, 'Historical rates.'), ...errorResponses(400, 401, 403, 404, 409, 429) },
         },
-        config: { auth },
+        config: { auth: REFERENCE_DATA_AUTH },
       },
       async (request) => ({
         historicalRates: await rates.historicalRates(request.params.asset, request.query.denomination, request.query.interval),

@@ -2,6 +2,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { Ajv } from 'ajv'
 import type { TSchema } from 'typebox'
+import type { RouteAuth } from '../../http/principal.ts'
 
 /** The reference data shipped with Tessera; an operator's directory may replace any of its files. */
 export const SHIPPED_REFERENCE_DATA = path.resolve(import.meta.dirname, '../../../reference-data')
@@ -28,3 +29,6 @@ export function loadReferenceData<T>(file: string, schema: TSchema, operatorDir:
   }
   return data as T
 }
+
+/** Reference data is open to every token, whoever it acts for: the reference lists no scope for it. */
+export const REFERENCE_DATA_AUTH: RouteAuth = { scopes: [], subjects: ['client', 'user:business', 'user:individual'] }

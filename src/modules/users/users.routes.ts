@@ -1,10 +1,9 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import Type from 'typebox'
 import { REPLAYED_RESPONSE_HEADER } from '../../http/idempotency.ts'
-import { described, errorResponses } from '../../http/schemas.ts'
+import { ActingRequestHeaders, described, errorResponses } from '../../http/schemas.ts'
 import { principalOf, type App } from '../../http/types.ts'
 import {
-  ActingUserRequestHeaders,
   CreateUserBody,
   CreateUserResponse,
   DeleteUserBody,
@@ -63,7 +62,7 @@ export function usersRoutes(users: UsersService) {
           summary: 'Get user',
           description: 'Returns the user the request acts for (`X-On-Behalf-Of: user <id>`).',
           tags: ['Users'],
-          headers: ActingUserRequestHeaders,
+          headers: ActingRequestHeaders,
           response: { 200: described(GetUserResponse, 'User retrieved.'), ...errorResponses(400, 401, 403, 404, 429) },
         },
         config: { auth: { scopes: ['core.users:read'], subjects: ['user:business', 'user:individual'] } },
@@ -79,7 +78,7 @@ export function usersRoutes(users: UsersService) {
           summary: 'Delete user',
           description: 'Deletes the user the request acts for. Its email becomes available to new users.',
           tags: ['Users'],
-          headers: ActingUserRequestHeaders,
+          headers: ActingRequestHeaders,
           body: DeleteUserBody,
           response: { 204: Type.Null({ description: 'User deleted.' }), ...errorResponses(400, 401, 403, 404, 409, 413, 415, 429) },
         },

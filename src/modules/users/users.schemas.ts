@@ -1,6 +1,6 @@
 import Type, { type Static } from 'typebox'
 import { IdempotencyKeyHeader } from '../../http/idempotency.ts'
-import { component, OnBehalfOfHeader, Timestamp, UserContextHeaders, Uuid, ErrorBody } from '../../http/schemas.ts'
+import { component, Timestamp, UserContextHeaders, Uuid, ErrorBody } from '../../http/schemas.ts'
 
 const NoEdgeSpaces = '^\\S.*\\S$|^\\S$'
 const CountryCode = component('country-code', Type.String({ pattern: '^[A-Z]{2}$', description: 'ISO 3166-1 alpha-2 country code.' }))
@@ -189,4 +189,3 @@ export const DeleteUserBody = component(
 export type DeleteUserBody = Static<typeof DeleteUserBody>
 
 export const UserRequestHeaders = Type.Object({ ...IdempotencyKeyHeader, ...UserContextHeaders })
-export const ActingUserRequestHeaders = Type.Object({ ...OnBehalfOfHeader, ...UserContextHeaders })
