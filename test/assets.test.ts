@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import path from 'node:path'
-import { after, before, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 import { buildApp } from '../src/app.ts'
 import { openDatabase } from '../src/db/database.ts'
 import { loadOrCreateSecrets } from '../src/lib/data-dir.ts'
-import { bearer, ENGINES, individualUser, startApp, testConfig, type TestContext } from './helpers.ts'
+import { bearer, ENGINES, individualUser, testConfig, useApp } from './helpers.ts'
 
 interface Asset {
   code: string
@@ -42,15 +42,9 @@ describe('asset catalogue', () => {
 
 for (const engine of ENGINES) {
   describe(`assets [${engine}]`, () => {
-    let ctx: TestContext
-    let token: string
-    before(async () => {
-      ctx = await startApp(engine)
-      token = await ctx.token()
-    })
-    after(() => ctx.close())
+    const suite = useApp(engine)
 
-    const get = (url: string, headers: Record<string, string> = bearer(token)) => ctx.request({ method: 'GET', url, headers })
+    const get = (url: string, headers: Record<string, string> = bearer(suite.token)) => suite.ctx.request({ method: 'GET', url, headers })
 
     test('lists the catalogue, filtered by type', async () => {
       const all = await get('/core/assets')
@@ -127,7 +121,7 @@ for (const engine of ENGINES) {
     })
 
     test('gets many assets by code, leaving unknown codes out', async () => {
-      const mget = (payload: unknown) => ctx.request({ method: 'POST', url: '/core/assets/_mget', headers: bearer(token), payload: payload as Record<string, unknown> })
+      const mget = (payload: unknown) => suite.ctx.request({ method: 'POST', url: '/core/assets/_mget', headers: bearer(suite.token), payload: payload as Record<string, unknown> })
       const response = await mget({ codes: ['BTC', 'ETH', 'NOPE', 'BTC'] })
       assert.equal(response.status, 200)
       const { assets } = response.json<{ assets: Record<string, Asset> }>()
@@ -142,66 +136,66 @@ for (const engine of ENGINES) {
 
     test('serves every logo itself, publicly', async () => {
       for (const code of ['BTC', 'GBP', 'XOF']) {
-        const logo = await ctx.app.inject({ method: 'GET', url: `/core/assets/${code}/logo.svg` })
+        const logo = await suite.ctx.app.inject({ method: 'GET', url: `/core/assets/${code}/logo.svg` })
         assert.equal(logo.statusCode, 200)
         assert.equal(logo.headers['content-type'], 'image/svg+xml')
         assert.match(logo.body, /^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"[\s\S]*<\/svg>$/)
         assert.doesNotMatch(logo.body, /https?:\/\/(?!www\.w3\.org)/, 'nothing from elsewhere')
-        assert.equal(logo.body, (await ctx.app.inject({ method: 'GET', url: `/core/assets/${code}/logo.svg` })).body, 'deterministic')
+        assert.equal(logo.body, (await suite.ctx.app.inject({ method: 'GET', url: `/core/assets/${code}/logo.svg` })).body, 'deterministic')
       }
-      assert.equal((await ctx.app.inject({ method: 'GET', url: '/core/assets/NOPE/logo.svg' })).statusCode, 404)
-      const document = ctx.app.swagger() as { paths: Record<string, unknown> }
+      assert.equal((await suite.ctx.app.inject({ method: 'GET', url: '/core/assets/NOPE/logo.svg' })).statusCode, 404)
+      const document = suite.ctx.app.swagger() as { paths: Record<string, unknown> }
       assert.ok(!Object.keys(document.paths).some((p) => p.includes('logo')))
     })
 
     test('acting for a user, features are narrowed by residence and cooldowns, which the test helper skips', async () => {
-      const gb = await ctx.createUser(token)
-      const asGb = (await get('/core/assets/BTC', bearer(token, gb.id))).json<{ asset: Asset }>().asset
+      const gb = await suite.ctx.createUser(suite.token)
+      const asGb = (await get('/core/assets/BTC', bearer(suite.token, gb.id))).json<{ asset: Asset }>().asset
       assert.deepEqual(asGb.features, ['sell', 'transfer', 'withdraw'])
       assert.equal(asGb.cooldowns.length, 1)
       assert.deepEqual({ ...asGb.cooldowns[0], endsAt: undefined }, { rule: 'financial-promotions', features: ['buy', 'deposit'], endsAt: undefined })
       const endsAt = Date.parse(asGb.cooldowns[0]!.endsAt)
       assert.ok(Math.abs(endsAt - (Date.parse(String(gb.createdAt)) + 24 * 3_600_000)) < 1000)
-      assert.deepEqual((await get('/core/assets/GBP', bearer(token, gb.id))).json<{ asset: Asset }>().asset.features, ALL_FEATURES)
-      const listed = (await get('/core/assets?type=crypto', bearer(token, gb.id))).json<{ assets: Asset[] }>().assets
+      assert.deepEqual((await get('/core/assets/GBP', bearer(suite.token, gb.id))).json<{ asset: Asset }>().asset.features, ALL_FEATURES)
+      const listed = (await get('/core/assets?type=crypto', bearer(suite.token, gb.id))).json<{ assets: Asset[] }>().assets
       assert.ok(listed.filter((a) => !a.delisted).every((a) => a.cooldowns.length === 1))
 
-      const skip = await ctx.request({ method: 'PUT', url: '/core/assets/test-helpers/skip-assets-cooldowns', headers: bearer(token, gb.id) })
+      const skip = await suite.ctx.request({ method: 'PUT', url: '/core/assets/test-helpers/skip-assets-cooldowns', headers: bearer(suite.token, gb.id) })
       assert.equal(skip.status, 204)
       assert.equal(skip.body, '')
-      const after = (await ctx.request({ method: 'POST', url: '/core/assets/_mget', headers: bearer(token, gb.id), payload: { codes: ['BTC'] } })).json<{ assets: Record<string, Asset> }>()
+      const after = (await suite.ctx.request({ method: 'POST', url: '/core/assets/_mget', headers: bearer(suite.token, gb.id), payload: { codes: ['BTC'] } })).json<{ assets: Record<string, Asset> }>()
       assert.deepEqual(after.assets.BTC!.features, ALL_FEATURES)
       assert.deepEqual(after.assets.BTC!.cooldowns, [])
       // Another user of the organization still cools down.
-      const other = await ctx.createUser(token)
-      assert.equal((await get('/core/assets/BTC', bearer(token, other.id))).json<{ asset: Asset }>().asset.cooldowns.length, 1)
+      const other = await suite.ctx.createUser(suite.token)
+      assert.equal((await get('/core/assets/BTC', bearer(suite.token, other.id))).json<{ asset: Asset }>().asset.cooldowns.length, 1)
 
-      const ny = await ctx.createUser(token, individualUser({ address: { country: 'US', subdivision: 'US-NY' } }))
-      assert.deepEqual((await get('/core/assets/ETH', bearer(token, ny.id))).json<{ asset: Asset }>().asset.features, ['deposit', 'transfer', 'withdraw'])
-      const ca = await ctx.createUser(token, individualUser({ address: { country: 'US', subdivision: 'US-CA' } }))
-      assert.deepEqual((await get('/core/assets/ETH', bearer(token, ca.id))).json<{ asset: Asset }>().asset.features, ALL_FEATURES)
+      const ny = await suite.ctx.createUser(suite.token, individualUser({ address: { country: 'US', subdivision: 'US-NY' } }))
+      assert.deepEqual((await get('/core/assets/ETH', bearer(suite.token, ny.id))).json<{ asset: Asset }>().asset.features, ['deposit', 'transfer', 'withdraw'])
+      const ca = await suite.ctx.createUser(suite.token, individualUser({ address: { country: 'US', subdivision: 'US-CA' } }))
+      assert.deepEqual((await get('/core/assets/ETH', bearer(suite.token, ca.id))).json<{ asset: Asset }>().asset.features, ALL_FEATURES)
     })
 
     test('a user living where residents may not be served has no features on any asset', async () => {
       for (const address of [{ country: 'KP' }, { country: 'UA', subdivision: 'UA-43' }]) {
-        const resident = await ctx.createUser(token, individualUser({ address }))
-        const assets = (await get('/core/assets', bearer(token, resident.id))).json<{ assets: Asset[] }>().assets
+        const resident = await suite.ctx.createUser(suite.token, individualUser({ address }))
+        const assets = (await get('/core/assets', bearer(suite.token, resident.id))).json<{ assets: Asset[] }>().assets
         assert.ok(assets.length > 0)
         assert.ok(assets.every((asset) => asset.features.length === 0), JSON.stringify(address))
       }
-      const elsewhere = await ctx.createUser(token, individualUser({ address: { country: 'UA', subdivision: 'UA-30' } }))
-      assert.deepEqual((await get('/core/assets/USD', bearer(token, elsewhere.id))).json<{ asset: Asset }>().asset.features, ALL_FEATURES)
+      const elsewhere = await suite.ctx.createUser(suite.token, individualUser({ address: { country: 'UA', subdivision: 'UA-30' } }))
+      assert.deepEqual((await get('/core/assets/USD', bearer(suite.token, elsewhere.id))).json<{ asset: Asset }>().asset.features, ALL_FEATURES)
     })
 
     test('the cooldown helper acts for users only, with its scope', async () => {
-      const user = await ctx.createUser(token)
-      const put = (headers: Record<string, string>) => ctx.request({ method: 'PUT', url: '/core/assets/test-helpers/skip-assets-cooldowns', headers })
-      assert.equal((await put(bearer(token))).status, 403)
-      const narrow = await ctx.token(ctx.client, 'core.users:act-on-behalf-of')
+      const user = await suite.ctx.createUser(suite.token)
+      const put = (headers: Record<string, string>) => suite.ctx.request({ method: 'PUT', url: '/core/assets/test-helpers/skip-assets-cooldowns', headers })
+      assert.equal((await put(bearer(suite.token))).status, 403)
+      const narrow = await suite.ctx.token(suite.ctx.client, 'core.users:act-on-behalf-of')
       const denied = await put(bearer(narrow, user.id))
       assert.equal(denied.status, 403)
       assert.equal(denied.json().code, 'token_insufficient_scopes')
-      const allowed = await ctx.token(ctx.client, 'core.users:act-on-behalf-of core.assets:use-test-helpers')
+      const allowed = await suite.ctx.token(suite.ctx.client, 'core.users:act-on-behalf-of core.assets:use-test-helpers')
       assert.equal((await put(bearer(allowed, user.id))).status, 204)
     })
   })

@@ -3,7 +3,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { bearer, ENGINES, startApp, type TestContext } from './helpers.ts'
+import { bearer, ENGINES, startApp, useApp } from './helpers.ts'
 import { CountriesFile, CountryRestrictionsFile } from '../src/modules/reference/countries.schemas.ts'
 import { CountriesService } from '../src/modules/reference/countries.service.ts'
 import { loadReferenceData } from '../src/modules/reference/reference-data.ts'
@@ -25,15 +25,9 @@ const shipped = JSON.parse(fs.readFileSync(path.resolve(import.meta.dirname, '..
 
 for (const engine of ENGINES) {
   describe(`countries [${engine}]`, () => {
-    let ctx: TestContext
-    let token: string
-    before(async () => {
-      ctx = await startApp(engine)
-      token = await ctx.token()
-    })
-    after(() => ctx.close())
+    const suite = useApp(engine)
 
-    const get = (url: string, headers: Record<string, string> = bearer(token)) => ctx.request({ method: 'GET', url, headers })
+    const get = (url: string, headers: Record<string, string> = bearer(suite.token)) => suite.ctx.request({ method: 'GET', url, headers })
 
     test('lists every ISO 3166-1 country with its name, currency and current subdivisions', async () => {
       const response = await get('/core/countries')
@@ -108,10 +102,10 @@ for (const engine of ENGINES) {
       assert.deepEqual(countries.filter((c) => c.restrictions.length > 0).map((c) => c.code), ['CU', 'IR', 'KP', 'SY'])
     })
 
-    test('users may read countries; a request without a token may not', async () => {
-      const user = await ctx.createUser(token)
-      assert.equal((await get('/core/countries', bearer(token, user.id))).status, 200)
-      assert.equal((await get('/core/countries/GB', bearer(token, user.id))).status, 200)
+    test('users may read countries; a request without a suite.token may not', async () => {
+      const user = await suite.ctx.createUser(suite.token)
+      assert.equal((await get('/core/countries', bearer(suite.token, user.id))).status, 200)
+      assert.equal((await get('/core/countries/GB', bearer(suite.token, user.id))).status, 200)
       assert.equal((await get('/core/countries', {})).status, 401)
       assert.equal((await get('/core/countries/GB', {})).status, 401)
     })

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
+import { after, before } from 'node:test'
 import type { InjectOptions } from 'fastify'
 import pg from 'pg'
 import { buildApp, type Services } from '../src/app.ts'
@@ -187,4 +188,28 @@ async function assemble(
 
 export function bearer(token: string, userId?: string): Record<string, string> {
   return userId === undefined ? { authorization: `Bearer ${token}` } : { authorization: `Bearer ${token}`, 'x-on-behalf-of': `user ${userId}` }
+}
+
+/**
+ * The app of a suite: started with a token of its client before the suite's tests, closed after them.
+ * Read `suite.ctx` and `suite.token` inside tests.
+ */
+export function useApp(engine: Engine, env: Record<string, string> = {}): { readonly ctx: TestContext; readonly token: string } {
+  let ctx: TestContext | undefined
+  let token: string | undefined
+  before(async () => {
+    ctx = await startApp(engine, env)
+    token = await ctx.token()
+  })
+  after(() => ctx?.close())
+  return {
+    get ctx() {
+      assert.ok(ctx, 'the suite has not started')
+      return ctx
+    },
+    get token() {
+      assert.ok(token, 'the suite has not started')
+      return token
+    },
+  }
 }

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import path from 'node:path'
 import { Writable } from 'node:stream'
-import { after, before, describe, test } from 'node:test'
+import { before, describe, test } from 'node:test'
 import { buildApp, loggerOptions } from '../src/app.ts'
 import { loadOrCreateSecrets } from '../src/lib/data-dir.ts'
-import { basicAuth, bearer, ENGINES, individualUser, openTestDatabase, startApp, testConfig, USER_IP, type TestContext } from './helpers.ts'
+import { basicAuth, bearer, ENGINES, individualUser, openTestDatabase, startApp, testConfig, USER_IP, useApp } from './helpers.ts'
 
 const REFERENCE = path.resolve(import.meta.dirname, '../../shared/reference/core-openapi.json')
 
@@ -14,35 +14,28 @@ type Document = { openapi: string; paths: Record<string, Record<string, Operatio
 
 for (const engine of ENGINES) {
   describe(`HTTP conventions [${engine}]`, () => {
-    let ctx: TestContext
-    let token: string
-
-    before(async () => {
-      ctx = await startApp(engine, { BODY_LIMIT_BYTES: '4096' })
-      token = await ctx.token()
-    })
-    after(() => ctx.close())
+    const suite = useApp(engine, { BODY_LIMIT_BYTES: '4096' })
 
     test('every response carries a fresh request id, errors included', async () => {
       const responses = [
-        await ctx.request({ method: 'GET', url: '/health/live' }),
-        await ctx.request({ method: 'GET', url: '/core/unknown' }),
-        await ctx.request({ method: 'GET', url: '/core/users/me' }),
-        await ctx.request({ method: 'POST', url: '/core/users', headers: bearer(token), payload: { type: 'individual' } }),
-        await ctx.request({ method: 'POST', url: '/core/oauth2/token', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'grant_type=client_credentials' }),
+        await suite.ctx.request({ method: 'GET', url: '/health/live' }),
+        await suite.ctx.request({ method: 'GET', url: '/core/unknown' }),
+        await suite.ctx.request({ method: 'GET', url: '/core/users/me' }),
+        await suite.ctx.request({ method: 'POST', url: '/core/users', headers: bearer(suite.token), payload: { type: 'individual' } }),
+        await suite.ctx.request({ method: 'POST', url: '/core/oauth2/suite.token', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'grant_type=client_credentials' }),
       ]
       const ids = responses.map((r) => r.headers['x-service-request-id'])
       assert.equal(new Set(ids).size, ids.length)
     })
 
     test('an incoming request id header is not trusted', async () => {
-      const response = await ctx.request({ method: 'GET', url: '/health/live', headers: { 'x-service-request-id': 'attacker-chosen' } })
+      const response = await suite.ctx.request({ method: 'GET', url: '/health/live', headers: { 'x-service-request-id': 'attacker-chosen' } })
       assert.notEqual(response.headers['x-service-request-id'], 'attacker-chosen')
     })
 
     test('unknown routes are 404 in the error envelope', async () => {
       for (const [method, url] of [['GET', '/nothing/here'], ['POST', '/core/users/me'], ['PUT', '/core/users']] as const) {
-        const response = await ctx.request({ method, url })
+        const response = await suite.ctx.request({ method, url })
         assert.equal(response.status, 404)
         assert.equal(response.json().code, 'route_not_found')
         assert.equal(typeof response.json().message, 'string')
@@ -51,7 +44,7 @@ for (const engine of ENGINES) {
 
     test('a content type other than JSON is 415', async () => {
       for (const contentType of ['text/plain', 'application/xml', 'application/x-www-form-urlencoded']) {
-        const response = await ctx.request({ method: 'POST', url: '/core/users', headers: { ...bearer(token), 'x-service-user-ip': USER_IP, 'content-type': contentType }, payload: 'email=a@example.com' })
+        const response = await suite.ctx.request({ method: 'POST', url: '/core/users', headers: { ...bearer(suite.token), 'x-service-user-ip': USER_IP, 'content-type': contentType }, payload: 'email=a@example.com' })
         assert.equal(response.status, 415, `${contentType}: ${response.body}`)
         assert.equal(response.json().code, 'content_type_unsupported')
       }
@@ -59,7 +52,7 @@ for (const engine of ENGINES) {
 
     test('malformed JSON and an empty JSON body are 400 request_invalid', async () => {
       for (const payload of ['{"email":', '']) {
-        const response = await ctx.request({ method: 'POST', url: '/core/users', headers: { ...bearer(token), 'x-service-user-ip': USER_IP, 'content-type': 'application/json' }, payload })
+        const response = await suite.ctx.request({ method: 'POST', url: '/core/users', headers: { ...bearer(suite.token), 'x-service-user-ip': USER_IP, 'content-type': 'application/json' }, payload })
         assert.equal(response.status, 400, response.body)
         assert.equal(response.json().code, 'request_invalid')
       }
@@ -67,10 +60,10 @@ for (const engine of ENGINES) {
 
     test('a body over the limit is 413 content_too_large and stores nothing', async () => {
       const body = individualUser({ fullName: `John ${'x'.repeat(5000)}` })
-      const response = await ctx.request({ method: 'POST', url: '/core/users', headers: { ...bearer(token), 'x-service-user-ip': USER_IP }, payload: body })
+      const response = await suite.ctx.request({ method: 'POST', url: '/core/users', headers: { ...bearer(suite.token), 'x-service-user-ip': USER_IP }, payload: body })
       assert.equal(response.status, 413)
       assert.deepEqual(response.json().details, { threshold: { unit: 'bytes', limit: '4096' } })
-      assert.equal((await ctx.request({ method: 'POST', url: '/core/users', headers: { ...bearer(token), 'x-service-user-ip': USER_IP }, payload: { ...body, fullName: 'John Doe' } })).status, 201)
+      assert.equal((await suite.ctx.request({ method: 'POST', url: '/core/users', headers: { ...bearer(suite.token), 'x-service-user-ip': USER_IP }, payload: { ...body, fullName: 'John Doe' } })).status, 201)
     })
 
     test('deeply nested, hostile or wrongly typed input never causes a 500', async () => {
@@ -86,23 +79,23 @@ for (const engine of ENGINES) {
         `[${'['.repeat(5000)}${']'.repeat(5000)}]`,
       ]
       for (const payload of payloads) {
-        const response = await ctx.request({ method: 'POST', url: '/core/users', headers: { ...bearer(token), 'x-service-user-ip': USER_IP, 'content-type': 'application/json' }, payload })
+        const response = await suite.ctx.request({ method: 'POST', url: '/core/users', headers: { ...bearer(suite.token), 'x-service-user-ip': USER_IP, 'content-type': 'application/json' }, payload })
         assert.ok(response.status < 500, response.body)
       }
       assert.equal(({} as Record<string, unknown>).admin, undefined)
     })
 
-    test('health, readiness and metrics answer without a token', async () => {
-      assert.deepEqual((await ctx.request({ method: 'GET', url: '/health/live' })).json(), { status: 'ok' })
-      assert.deepEqual((await ctx.request({ method: 'GET', url: '/health/ready' })).json(), { status: 'ok' })
-      const metrics = await ctx.request({ method: 'GET', url: '/metrics' })
+    test('health, readiness and metrics answer without a suite.token', async () => {
+      assert.deepEqual((await suite.ctx.request({ method: 'GET', url: '/health/live' })).json(), { status: 'ok' })
+      assert.deepEqual((await suite.ctx.request({ method: 'GET', url: '/health/ready' })).json(), { status: 'ok' })
+      const metrics = await suite.ctx.request({ method: 'GET', url: '/metrics' })
       assert.equal(metrics.status, 200)
       assert.match(metrics.body, /http_request_duration_seconds_count\{method="GET",route="\/health\/ready",status_code="200"\}/)
       assert.match(metrics.body, /process_cpu_user_seconds_total/)
     })
 
     test('the docs page is served', async () => {
-      const response = await ctx.app.inject({ method: 'GET', url: '/docs/' })
+      const response = await suite.ctx.app.inject({ method: 'GET', url: '/docs/' })
       assert.equal(response.statusCode, 200)
       assert.match(response.headers['content-type'] as string, /text\/html/)
       assert.ok(response.headers['x-service-request-id'])
@@ -115,7 +108,7 @@ for (const engine of ENGINES) {
     describe('the generated OpenAPI document', () => {
       let document: Document
       before(async () => {
-        document = (await ctx.app.inject({ method: 'GET', url: '/openapi.json' })).json<Document>()
+        document = (await suite.ctx.app.inject({ method: 'GET', url: '/openapi.json' })).json<Document>()
       })
 
       test('is OpenAPI 3.1 with named component schemas only', () => {

@@ -1,29 +1,22 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
-import { after, before, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 import { requestHash } from '../src/http/idempotency.ts'
-import { bearer, ENGINES, individualUser, startApp, USER_IP, type TestContext } from './helpers.ts'
+import { bearer, ENGINES, individualUser, USER_IP, useApp } from './helpers.ts'
 
 for (const engine of ENGINES) {
   describe(`Idempotency-Key [${engine}]`, () => {
-    let ctx: TestContext
-    let token: string
+    const suite = useApp(engine)
 
-    before(async () => {
-      ctx = await startApp(engine)
-      token = await ctx.token()
-    })
-    after(() => ctx.close())
-
-    const create = (body: Record<string, unknown>, key?: string, accessToken = token) =>
-      ctx.request({
+    const create = (body: Record<string, unknown>, key?: string, accessToken = suite.token) =>
+      suite.ctx.request({
         method: 'POST',
         url: '/core/users',
         headers: { ...bearer(accessToken), 'x-service-user-ip': USER_IP, ...(key === undefined ? {} : { 'idempotency-key': key }) },
         payload: body,
       })
 
-    const storedKey = (key: string) => ctx.database.db.selectFrom('idempotency_keys').selectAll().where('key', '=', key).executeTakeFirst()
+    const storedKey = (key: string) => suite.ctx.database.db.selectFrom('idempotency_keys').selectAll().where('key', '=', key).executeTakeFirst()
 
     test('a retry with the same key and body replays the first response and creates nothing', async () => {
       const key = randomUUID()
@@ -69,8 +62,8 @@ for (const engine of ENGINES) {
     test('keys belong to the client that used them', async () => {
       const key = randomUUID()
       assert.equal((await create(individualUser(), key)).status, 201)
-      const sibling = await ctx.newClient('*', ctx.client.organizationId)
-      const response = await create(individualUser(), key, await ctx.token(sibling))
+      const sibling = await suite.ctx.newClient('*', suite.ctx.client.organizationId)
+      const response = await create(individualUser(), key, await suite.ctx.token(sibling))
       assert.equal(response.status, 201)
       assert.equal(response.headers['idempotent-replayed'], undefined)
     })
@@ -92,11 +85,11 @@ for (const engine of ENGINES) {
 
       const runningKey = randomUUID()
       const now = new Date()
-      const hold = (hash: string) => ctx.database.db
+      const hold = (hash: string) => suite.ctx.database.db
         .insertInto('idempotency_keys')
         .values({
-          organization_id: ctx.client.organizationId,
-          client_id: ctx.client.clientId,
+          organization_id: suite.ctx.client.organizationId,
+          client_id: suite.ctx.client.clientId,
           key: runningKey,
           operation: 'POST /core/users',
           request_hash: hash,
@@ -121,7 +114,7 @@ for (const engine of ENGINES) {
       assert.equal((await create(body, key)).status, 201)
       const past = new Date(Date.now() - 1000)
 
-      await ctx.database.db.updateTable('idempotency_keys').set({ expires_at: past }).where('key', '=', key).execute()
+      await suite.ctx.database.db.updateTable('idempotency_keys').set({ expires_at: past }).where('key', '=', key).execute()
       const afresh = await create(individualUser(), key)
       assert.equal(afresh.status, 201, 'an expired key no longer remembers its first body')
       assert.equal(afresh.headers['idempotent-replayed'], undefined)
@@ -131,7 +124,7 @@ for (const engine of ENGINES) {
       const abandoned = randomUUID()
       const abandonedBody = individualUser()
       assert.equal((await create(abandonedBody, abandoned)).status, 201)
-      await ctx.database.db.updateTable('idempotency_keys').set({ status: 'running', locked_until: past, response_body: null }).where('key', '=', abandoned).execute()
+      await suite.ctx.database.db.updateTable('idempotency_keys').set({ status: 'running', locked_until: past, response_body: null }).where('key', '=', abandoned).execute()
       const takeover = await create(abandonedBody, abandoned)
       assert.equal(takeover.json().code, 'email_already_exists')
       assert.equal((await storedKey(abandoned))?.status, 'completed')
@@ -146,7 +139,7 @@ for (const engine of ENGINES) {
     })
 
     test('the document describes the header and the replay marker', () => {
-      const document = ctx.app.swagger() as unknown as { paths: Record<string, Record<string, { parameters?: { name: string }[]; responses: Record<string, { headers?: Record<string, unknown> }> }>> }
+      const document = suite.ctx.app.swagger() as unknown as { paths: Record<string, Record<string, { parameters?: { name: string }[]; responses: Record<string, { headers?: Record<string, unknown> }> }>> }
       const operation = document.paths['/core/users']!.post!
       assert.ok(operation.parameters?.some((p) => p.name === 'idempotency-key'))
       assert.ok(operation.responses['201']!.headers?.['idempotent-replayed'])

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { bearer, ENGINES, individualUser, startApp, type TestContext, type TestResponse } from './helpers.ts'
+import { bearer, ENGINES, individualUser, startApp, type TestContext, type TestResponse, useApp } from './helpers.ts'
 
 const URL = '/core/users/me/metadata'
 const PATCH = 'application/json-patch+json'
@@ -8,27 +8,20 @@ const ETAG = /^"[0-9a-f]{64}"$/
 
 for (const engine of ENGINES) {
   describe(`metadata [${engine}]`, () => {
-    let ctx: TestContext
-    let token: string
-
-    before(async () => {
-      ctx = await startApp(engine)
-      token = await ctx.token()
-    })
-    after(() => ctx.close())
+    const suite = useApp(engine)
 
     /** A fresh user and requests acting for it. */
     async function actor() {
-      const user = await ctx.createUser(token)
-      const headers = bearer(token, user.id)
+      const user = await suite.ctx.createUser(suite.token)
+      const headers = bearer(suite.token, user.id)
       return {
         user,
-        get: (extra: Record<string, string> = {}) => ctx.request({ method: 'GET', url: URL, headers: { ...headers, ...extra } }),
+        get: (extra: Record<string, string> = {}) => suite.ctx.request({ method: 'GET', url: URL, headers: { ...headers, ...extra } }),
         put: (body: unknown, extra: Record<string, string> = {}) =>
-          ctx.request({ method: 'PUT', url: URL, headers: { ...headers, 'content-type': 'application/json', ...extra }, payload: JSON.stringify(body) }),
+          suite.ctx.request({ method: 'PUT', url: URL, headers: { ...headers, 'content-type': 'application/json', ...extra }, payload: JSON.stringify(body) }),
         patch: (operations: unknown, extra: Record<string, string> = {}) =>
-          ctx.request({ method: 'PATCH', url: URL, headers: { ...headers, 'content-type': PATCH, ...extra }, payload: JSON.stringify(operations) }),
-        remove: (extra: Record<string, string> = {}) => ctx.request({ method: 'DELETE', url: URL, headers: { ...headers, ...extra } }),
+          suite.ctx.request({ method: 'PATCH', url: URL, headers: { ...headers, 'content-type': PATCH, ...extra }, payload: JSON.stringify(operations) }),
+        remove: (extra: Record<string, string> = {}) => suite.ctx.request({ method: 'DELETE', url: URL, headers: { ...headers, ...extra } }),
       }
     }
 
@@ -176,13 +169,13 @@ for (const engine of ENGINES) {
         const response = await subject.patch(body)
         assert.equal(response.status, 400, `${JSON.stringify(body)}: ${response.body}`)
       }
-      const headers = bearer(token, subject.user.id)
-      const invalidJson = await ctx.request({ method: 'PUT', url: URL, headers: { ...headers, 'content-type': 'application/json' }, payload: '{"a":' })
+      const headers = bearer(suite.token, subject.user.id)
+      const invalidJson = await suite.ctx.request({ method: 'PUT', url: URL, headers: { ...headers, 'content-type': 'application/json' }, payload: '{"a":' })
       assert.equal(invalidJson.status, 400)
-      const invalidPatchJson = await ctx.request({ method: 'PATCH', url: URL, headers: { ...headers, 'content-type': PATCH }, payload: '[{' })
+      const invalidPatchJson = await suite.ctx.request({ method: 'PATCH', url: URL, headers: { ...headers, 'content-type': PATCH }, payload: '[{' })
       assert.equal(invalidPatchJson.status, 400)
       for (const [method, contentType] of [['PUT', 'text/plain'], ['PUT', PATCH], ['PATCH', 'application/json'], ['PATCH', 'text/plain']] as const) {
-        const response = await ctx.request({ method, url: URL, headers: { ...headers, 'content-type': contentType }, payload: method === 'PUT' ? '{"a":2}' : '[{"op":"add","path":"/b","value":1}]' })
+        const response = await suite.ctx.request({ method, url: URL, headers: { ...headers, 'content-type': contentType }, payload: method === 'PUT' ? '{"a":2}' : '[{"op":"add","path":"/b","value":1}]' })
         assert.equal(response.status, 415, `${method} ${contentType}: ${response.body}`)
         assert.equal(response.json().code, 'content_type_unsupported')
       }
@@ -229,8 +222,8 @@ for (const engine of ENGINES) {
     })
 
     test('metadata given at creation is readable, with its ETag', async () => {
-      const user = await ctx.createUser(token, individualUser({ metadata: { externalId: 'crm-9' } }))
-      const response = await ctx.request({ method: 'GET', url: URL, headers: bearer(token, user.id) })
+      const user = await suite.ctx.createUser(suite.token, individualUser({ metadata: { externalId: 'crm-9' } }))
+      const response = await suite.ctx.request({ method: 'GET', url: URL, headers: bearer(suite.token, user.id) })
       assert.equal(response.status, 200)
       assert.deepEqual(response.json(), { metadata: { externalId: 'crm-9' } })
       assert.match(String(response.headers.etag), ETAG)
@@ -240,45 +233,45 @@ for (const engine of ENGINES) {
       const subject = await actor()
       const other = await actor()
       await subject.put({ own: true })
-      const byId = await ctx.request({ method: 'GET', url: `/core/users/${subject.user.id}/metadata`, headers: bearer(token, subject.user.id) })
+      const byId = await suite.ctx.request({ method: 'GET', url: `/core/users/${subject.user.id}/metadata`, headers: bearer(suite.token, subject.user.id) })
       assert.deepEqual(byId.json(), { metadata: { own: true } })
-      const foreign = await ctx.request({ method: 'GET', url: `/core/users/${subject.user.id}/metadata`, headers: bearer(token, other.user.id) })
+      const foreign = await suite.ctx.request({ method: 'GET', url: `/core/users/${subject.user.id}/metadata`, headers: bearer(suite.token, other.user.id) })
       assert.equal(foreign.status, 404)
       assert.deepEqual(foreign.json<{ details: unknown }>().details, { entity: 'user' })
-      const write = await ctx.request({ method: 'PUT', url: `/core/users/${subject.user.id}/metadata`, headers: bearer(token, other.user.id), payload: { stolen: true } })
+      const write = await suite.ctx.request({ method: 'PUT', url: `/core/users/${subject.user.id}/metadata`, headers: bearer(suite.token, other.user.id), payload: { stolen: true } })
       assert.equal(write.status, 404)
       assert.deepEqual((await subject.get()).json(), { metadata: { own: true } })
     })
 
     test('entities without their module yet answer 404 for every operation', async () => {
       const subject = await actor()
-      const headers = bearer(token, subject.user.id)
+      const headers = bearer(suite.token, subject.user.id)
       for (const [entity, name] of [['accounts', 'account'], ['external-accounts', 'external-account'], ['files', 'file'], ['transactions', 'transaction']]) {
         const url = `/core/${entity}/0190a8c1-0000-7000-8000-000000000000/metadata`
         for (const response of [
-          await ctx.request({ method: 'GET', url, headers }),
-          await ctx.request({ method: 'PUT', url, headers, payload: { a: 1 } }),
-          await ctx.request({ method: 'PATCH', url, headers: { ...headers, 'content-type': PATCH }, payload: '[{"op":"add","path":"/a","value":1}]' }),
-          await ctx.request({ method: 'DELETE', url, headers }),
+          await suite.ctx.request({ method: 'GET', url, headers }),
+          await suite.ctx.request({ method: 'PUT', url, headers, payload: { a: 1 } }),
+          await suite.ctx.request({ method: 'PATCH', url, headers: { ...headers, 'content-type': PATCH }, payload: '[{"op":"add","path":"/a","value":1}]' }),
+          await suite.ctx.request({ method: 'DELETE', url, headers }),
         ]) {
           assert.equal(response.status, 404, `${entity}: ${response.body}`)
           assert.deepEqual(response.json<{ details: unknown }>().details, { entity: name })
         }
       }
-      const unknown = await ctx.request({ method: 'GET', url: '/core/widgets/1/metadata', headers })
+      const unknown = await suite.ctx.request({ method: 'GET', url: '/core/widgets/1/metadata', headers })
       assert.equal(unknown.status, 400)
     })
 
     test('the scope follows the entity: users metadata needs core.users.metadata:*', async () => {
       const subject = await actor()
-      const readOnly = await ctx.newClient('core.users:act-on-behalf-of core.users.metadata:read core.users:create', ctx.client.organizationId)
-      const readToken = await ctx.token(readOnly)
+      const readOnly = await suite.ctx.newClient('core.users:act-on-behalf-of core.users.metadata:read core.users:create', suite.ctx.client.organizationId)
+      const readToken = await suite.ctx.token(readOnly)
       await subject.put({ a: 1 })
-      assert.equal((await ctx.request({ method: 'GET', url: URL, headers: bearer(readToken, subject.user.id) })).status, 200)
-      const write = await ctx.request({ method: 'PUT', url: URL, headers: bearer(readToken, subject.user.id), payload: { a: 2 } })
+      assert.equal((await suite.ctx.request({ method: 'GET', url: URL, headers: bearer(readToken, subject.user.id) })).status, 200)
+      const write = await suite.ctx.request({ method: 'PUT', url: URL, headers: bearer(readToken, subject.user.id), payload: { a: 2 } })
       assert.equal(write.status, 403)
       assert.ok(JSON.stringify(write.json()).includes('core.users.metadata:write'))
-      const accounts = await ctx.request({ method: 'GET', url: '/core/accounts/0190a8c1-0000-7000-8000-000000000000/metadata', headers: bearer(readToken, subject.user.id) })
+      const accounts = await suite.ctx.request({ method: 'GET', url: '/core/accounts/0190a8c1-0000-7000-8000-000000000000/metadata', headers: bearer(readToken, subject.user.id) })
       assert.equal(accounts.status, 403, 'accounts metadata needs core.accounts.metadata:read')
     })
   })

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { after, before, describe, test } from 'node:test'
-import { bearer, ENGINES, startApp, testConfig, type TestContext } from './helpers.ts'
+import { describe, test } from 'node:test'
+import { bearer, ENGINES, startApp, testConfig, useApp } from './helpers.ts'
 import { buildApp } from '../src/app.ts'
 import { openDatabase } from '../src/db/database.ts'
 import { loadOrCreateSecrets } from '../src/lib/data-dir.ts'
@@ -14,42 +14,36 @@ const shipped = JSON.parse(fs.readFileSync(path.resolve(import.meta.dirname, '..
 
 for (const engine of ENGINES) {
   describe(`networks [${engine}]`, () => {
-    let ctx: TestContext
-    let token: string
-    before(async () => {
-      ctx = await startApp(engine)
-      token = await ctx.token()
-    })
-    after(() => ctx.close())
+    const suite = useApp(engine)
 
     const validate = (network: string, body: unknown, headers: Record<string, string> = {}) =>
-      ctx.request({ method: 'POST', url: `/core/networks/${network}/validate-address`, headers: { ...bearer(token), ...headers }, payload: body as Record<string, unknown> })
+      suite.ctx.request({ method: 'POST', url: `/core/networks/${network}/validate-address`, headers: { ...bearer(suite.token), ...headers }, payload: body as Record<string, unknown> })
 
     test('lists every network of the catalogue, filtered by type', async () => {
-      const all = await ctx.request({ method: 'GET', url: '/core/networks', headers: bearer(token) })
+      const all = await suite.ctx.request({ method: 'GET', url: '/core/networks', headers: bearer(suite.token) })
       assert.equal(all.status, 200)
       const codes = all.json<{ networks: { code: string }[] }>().networks.map((n) => n.code)
       assert.deepEqual(codes, shipped.networks.map((n) => n.code))
       for (const required of ['bitcoin', 'ethereum', 'xrp-ledger', 'solana', 'litecoin', 'ach', 'fps', 'sepa', 'wire', 'fednow', 'rtp']) assert.ok(codes.includes(required), required)
 
-      const some = await ctx.request({ method: 'GET', url: '/core/networks?type=crypto,card', headers: bearer(token) })
+      const some = await suite.ctx.request({ method: 'GET', url: '/core/networks?type=crypto,card', headers: bearer(suite.token) })
       const types = new Set(some.json<{ networks: { type: string }[] }>().networks.map((n) => n.type))
       assert.deepEqual([...types].sort(), ['card', 'crypto'])
-      assert.equal((await ctx.request({ method: 'GET', url: '/core/networks?type=rocket', headers: bearer(token) })).status, 400)
+      assert.equal((await suite.ctx.request({ method: 'GET', url: '/core/networks?type=rocket', headers: bearer(suite.token) })).status, 400)
     })
 
     test('a sandbox shows test-chain example addresses and explorers', async () => {
-      const response = await ctx.request({ method: 'GET', url: '/core/networks/bitcoin', headers: bearer(token) })
+      const response = await suite.ctx.request({ method: 'GET', url: '/core/networks/bitcoin', headers: bearer(suite.token) })
       assert.equal(response.status, 200)
       const { network } = response.json<{ network: { exampleAddress: string; explorer: { addressUrl: string } } }>()
       assert.match(network.exampleAddress, /^tb1/)
       assert.match(network.explorer.addressUrl, /testnet/)
-      const xrp = (await ctx.request({ method: 'GET', url: '/core/networks/xrp-ledger', headers: bearer(token) })).json<{ network: unknown }>()
+      const xrp = (await suite.ctx.request({ method: 'GET', url: '/core/networks/xrp-ledger', headers: bearer(suite.token) })).json<{ network: unknown }>()
       assert.deepEqual((xrp.network as { reference: unknown }).reference, { type: 'destination-tag' })
     })
 
     test('an unknown network is 404', async () => {
-      const response = await ctx.request({ method: 'GET', url: '/core/networks/dogecoin', headers: bearer(token) })
+      const response = await suite.ctx.request({ method: 'GET', url: '/core/networks/dogecoin', headers: bearer(suite.token) })
       assert.equal(response.status, 404)
       assert.deepEqual(response.json(), { code: 'entity_not_found', message: 'The network cannot be found', details: { entity: 'network' } })
       assert.equal((await validate('dogecoin', { address: 'D5' })).status, 404)
@@ -86,8 +80,8 @@ for (const engine of ENGINES) {
     })
 
     test('users may use reference data too', async () => {
-      const user = await ctx.createUser(token)
-      assert.equal((await ctx.request({ method: 'GET', url: '/core/networks', headers: bearer(token, user.id) })).status, 200)
+      const user = await suite.ctx.createUser(suite.token)
+      assert.equal((await suite.ctx.request({ method: 'GET', url: '/core/networks', headers: bearer(suite.token, user.id) })).status, 200)
     })
   })
 }

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 import { fetchPage } from '../src/db/paging.ts'
 import { pageWindow, paginationLinks } from '../src/http/pagination.ts'
-import { ENGINES, startApp, type TestContext } from './helpers.ts'
+import { ENGINES, useApp } from './helpers.ts'
 
 const BASE = 'https://api.tessera.test'
 
@@ -33,19 +33,13 @@ describe('pagination links', () => {
 
 for (const engine of ENGINES) {
   describe(`paging a list [${engine}]`, () => {
-    let ctx: TestContext
-    let token: string
-    before(async () => {
-      ctx = await startApp(engine)
-      token = await ctx.token()
-    })
-    after(() => ctx.close())
+    const suite = useApp(engine)
 
-    const usersQuery = () => ctx.database.db.selectFrom('users').select(['id', 'email']).where('organization_id', '=', ctx.client.organizationId)
+    const usersQuery = () => suite.ctx.database.db.selectFrom('users').select(['id', 'email']).where('organization_id', '=', suite.ctx.client.organizationId)
 
     test('pages are newest first and do not shift when items are created while walking them', async () => {
       const created: string[] = []
-      for (let i = 0; i < 25; i++) created.push((await ctx.createUser(token)).id)
+      for (let i = 0; i < 25; i++) created.push((await suite.ctx.createUser(suite.token)).id)
       const newestFirst = [...created].reverse()
 
       const first = await fetchPage(usersQuery(), 'id', pageWindow({ perPage: 10 }))
@@ -54,7 +48,7 @@ for (const engine of ENGINES) {
       assert.equal(first.anchor, newestFirst[0])
 
       // New users arrive while the client reads on: they must not push earlier ones onto the next page.
-      for (let i = 0; i < 4; i++) await ctx.createUser(token)
+      for (let i = 0; i < 4; i++) await suite.ctx.createUser(suite.token)
 
       const seen = [...first.items.map((u) => u.id)]
       let page = 2
@@ -73,8 +67,8 @@ for (const engine of ENGINES) {
     })
 
     test('an empty list is one empty page', async () => {
-      const other = await ctx.newClient()
-      const page = await fetchPage(ctx.database.db.selectFrom('users').select(['id']).where('organization_id', '=', other.organizationId), 'id', pageWindow({}))
+      const other = await suite.ctx.newClient()
+      const page = await fetchPage(suite.ctx.database.db.selectFrom('users').select(['id']).where('organization_id', '=', other.organizationId), 'id', pageWindow({}))
       assert.deepEqual(page, { items: [], hasNext: false, anchor: undefined })
     })
   })

@@ -2,24 +2,18 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { after, before, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 import { RailsService } from '../src/modules/reference/rails.service.ts'
-import { bearer, ENGINES, startApp, type TestContext } from './helpers.ts'
+import { bearer, ENGINES, startApp, useApp } from './helpers.ts'
 
 type RailOut = { type: string; network: string; method: string; asset: string; decimals: number; features: string[]; contractAddress?: string }
 
 for (const engine of ENGINES) {
   describe(`rails [${engine}]`, () => {
-    let ctx: TestContext
-    let token: string
-    before(async () => {
-      ctx = await startApp(engine)
-      token = await ctx.token()
-    })
-    after(() => ctx.close())
+    const suite = useApp(engine)
 
     const list = async (query = '') => {
-      const response = await ctx.request({ method: 'GET', url: `/core/rails${query}`, headers: bearer(token) })
+      const response = await suite.ctx.request({ method: 'GET', url: `/core/rails${query}`, headers: bearer(suite.token) })
       assert.equal(response.status, 200, response.body)
       return response.json<{ rails: RailOut[] }>().rails
     }
@@ -27,7 +21,7 @@ for (const engine of ENGINES) {
     test('lists the rails of the catalogue over networks it knows, with sandbox contracts', async () => {
       const rails = await list()
       assert.ok(rails.length >= 15)
-      const networks = new Set(ctx.services.networks.list().map((n) => n.code))
+      const networks = new Set(suite.ctx.services.networks.list().map((n) => n.code))
       for (const rail of rails) assert.ok(networks.has(rail.network), rail.network)
       const usdc = rails.find((r) => r.network === 'ethereum' && r.asset === 'USDC')
       assert.equal(usdc?.contractAddress, '0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238', 'the Sepolia contract in sandbox')
@@ -48,7 +42,7 @@ for (const engine of ENGINES) {
 
     test('malformed filters are 400', async () => {
       for (const query of ['?type=rocket', '?method=carrier-pigeon', '?type=', '?asset=US$']) {
-        const response = await ctx.request({ method: 'GET', url: `/core/rails${query}`, headers: bearer(token) })
+        const response = await suite.ctx.request({ method: 'GET', url: `/core/rails${query}`, headers: bearer(suite.token) })
         assert.equal(response.status, 400, query)
       }
     })

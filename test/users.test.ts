@@ -1,25 +1,18 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, test } from 'node:test'
-import { bearer, ENGINES, individualUser, startApp, USER_IP, type TestContext } from './helpers.ts'
+import { describe, test } from 'node:test'
+import { bearer, ENGINES, individualUser, USER_IP, useApp } from './helpers.ts'
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
 for (const engine of ENGINES) {
   describe(`users [${engine}]`, () => {
-    let ctx: TestContext
-    let token: string
-
-    before(async () => {
-      ctx = await startApp(engine)
-      token = await ctx.token()
-    })
-    after(() => ctx.close())
+    const suite = useApp(engine)
 
     const create = (body: unknown, headers: Record<string, string> = { 'x-service-user-ip': USER_IP }) =>
-      ctx.request({ method: 'POST', url: '/core/users', headers: { ...bearer(token), ...headers }, payload: body as Record<string, unknown> })
-    const getMe = (userId: string, accessToken = token) => ctx.request({ method: 'GET', url: '/core/users/me', headers: bearer(accessToken, userId) })
+      suite.ctx.request({ method: 'POST', url: '/core/users', headers: { ...bearer(suite.token), ...headers }, payload: body as Record<string, unknown> })
+    const getMe = (userId: string, accessToken = suite.token) => suite.ctx.request({ method: 'GET', url: '/core/users/me', headers: bearer(accessToken, userId) })
     const storedMetadata = (userId: string) =>
-      ctx.database.db.selectFrom('metadata').select(['data', 'etag']).where('entity_type', '=', 'users').where('entity_id', '=', userId).executeTakeFirst()
+      suite.ctx.database.db.selectFrom('metadata').select(['data', 'etag']).where('entity_type', '=', 'users').where('entity_id', '=', userId).executeTakeFirst()
     /** Proves a rejected request stored nothing: the email is still free. */
     async function assertEmailFree(email: string) {
       assert.equal((await create(individualUser({ email }))).status, 201, `${email} should still be available`)
@@ -134,15 +127,15 @@ for (const engine of ENGINES) {
     test('the same email may exist in another organization', async () => {
       const email = `shared-${Date.now()}@example.com`
       assert.equal((await create(individualUser({ email }))).status, 201)
-      const otherToken = await ctx.token(await ctx.newClient())
-      const other = await ctx.request({ method: 'POST', url: '/core/users', headers: { ...bearer(otherToken), 'x-service-user-ip': USER_IP }, payload: individualUser({ email }) })
+      const otherToken = await suite.ctx.token(await suite.ctx.newClient())
+      const other = await suite.ctx.request({ method: 'POST', url: '/core/users', headers: { ...bearer(otherToken), 'x-service-user-ip': USER_IP }, payload: individualUser({ email }) })
       assert.equal(other.status, 201)
     })
 
     test('clients of one organization share its users', async () => {
-      const user = await ctx.createUser(token)
-      const sibling = await ctx.newClient('*', ctx.client.organizationId)
-      assert.equal((await getMe(user.id, await ctx.token(sibling))).status, 200)
+      const user = await suite.ctx.createUser(suite.token)
+      const sibling = await suite.ctx.newClient('*', suite.ctx.client.organizationId)
+      assert.equal((await getMe(user.id, await suite.ctx.token(sibling))).status, 200)
     })
 
     test('the end user IP is required: without it the creation is 409 operation_not_allowed', async () => {
@@ -226,10 +219,10 @@ for (const engine of ENGINES) {
         assert.ok(details.violations.some((v) => v.property === property && v.rule === rule), `${property}/${rule}: ${JSON.stringify(details.violations)}`)
       }
       for (const body of [[], 'user', 42, null]) {
-        const response = await ctx.request({
+        const response = await suite.ctx.request({
           method: 'POST',
           url: '/core/users',
-          headers: { ...bearer(token), 'x-service-user-ip': USER_IP, 'content-type': 'application/json' },
+          headers: { ...bearer(suite.token), 'x-service-user-ip': USER_IP, 'content-type': 'application/json' },
           payload: JSON.stringify(body),
         })
         assert.equal(response.status, 400, JSON.stringify(body))
@@ -240,20 +233,20 @@ for (const engine of ENGINES) {
 
     test('deleting the user hides it, records the review, and frees its email', async () => {
       const body = individualUser()
-      const user = await ctx.createUser(token, body)
-      const noReview = await ctx.request({ method: 'DELETE', url: '/core/users/me', headers: bearer(token, user.id), payload: {} })
+      const user = await suite.ctx.createUser(suite.token, body)
+      const noReview = await suite.ctx.request({ method: 'DELETE', url: '/core/users/me', headers: bearer(suite.token, user.id), payload: {} })
       assert.equal(noReview.status, 400)
       assert.equal((await getMe(user.id)).status, 200, 'a rejected deletion changes nothing')
 
-      const removal = await ctx.request({
+      const removal = await suite.ctx.request({
         method: 'DELETE',
         url: '/core/users/me',
-        headers: { ...bearer(token, user.id), 'x-service-user-ip': USER_IP },
+        headers: { ...bearer(suite.token, user.id), 'x-service-user-ip': USER_IP },
         payload: { review: { reason: 'closure-per-user-request', note: 'User asked to close the account' } },
       })
       assert.equal(removal.status, 204)
       assert.equal(removal.body, '')
-      const row = await ctx.database.db.selectFrom('users').select(['deleted_at', 'deletion_review']).where('id', '=', user.id).executeTakeFirstOrThrow()
+      const row = await suite.ctx.database.db.selectFrom('users').select(['deleted_at', 'deletion_review']).where('id', '=', user.id).executeTakeFirstOrThrow()
       assert.ok(row.deleted_at instanceof Date)
       assert.equal((row.deletion_review as { reason: string }).reason, 'closure-per-user-request')
 
