@@ -146,7 +146,6 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
       )
     }
   })
-  registerIdempotency(app, database.db)
   app.setErrorHandler(errorHandler(config.bodyLimitBytes))
   app.setNotFoundHandler(notFoundHandler)
 
@@ -168,6 +167,9 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
     hook: 'preHandler',
     keyGenerator: (request) => (request.principal ? `client:${request.principal.clientId}` : `ip:${request.ip}`),
   })
+  // After the rate limit: its per-route check must run before a key is claimed, or a 429 would be stored as the
+  // key's answer and replayed to every retry.
+  registerIdempotency(app, database.db)
 
   app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger())
   await app.register(healthRoutes({ isDatabaseReachable: () => isReachable(database.db), metrics }))

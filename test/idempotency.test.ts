@@ -146,4 +146,24 @@ for (const engine of ENGINES) {
       assert.ok(operation.responses['422'])
     })
   })
+
+  describe(`Idempotency-Key under a rate limit [${engine}]`, () => {
+    const suite = useApp(engine, { RATE_LIMIT_PER_MINUTE: '1' })
+
+    test('a request refused by the rate limit does not claim its key, so the retry is not a replayed 429', async () => {
+      const create = (key: string) =>
+        suite.ctx.request({
+          method: 'POST',
+          url: '/core/users',
+          headers: { ...bearer(suite.token), 'x-service-user-ip': USER_IP, 'idempotency-key': key },
+          payload: individualUser(),
+        })
+      assert.equal((await create(randomUUID())).status, 201)
+      const key = randomUUID()
+      const limited = await create(key)
+      assert.equal(limited.status, 429)
+      const stored = await suite.ctx.database.db.selectFrom('idempotency_keys').selectAll().where('key', '=', key).executeTakeFirst()
+      assert.equal(stored, undefined)
+    })
+  })
 }

@@ -62,8 +62,8 @@ function fingerprint(request: FastifyRequest): { operation: string; requestHash:
 export function registerIdempotency(app: App, db: Db): void {
   app.decorateRequest('idempotency', null)
 
-  app.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
-    if (!request.routeOptions.config.idempotent || !request.principal) return
+  const claim = async (request: FastifyRequest, reply: FastifyReply) => {
+    if (!request.principal) return
     const key = request.headers[IDEMPOTENCY_KEY_HEADER]
     if (key === undefined) return
     if (typeof key !== 'string' || !KEY_FORMAT.test(key)) {
@@ -92,9 +92,9 @@ export function registerIdempotency(app: App, db: Db): void {
       .headers({ ...(existing.response_headers ?? {}), [REPLAYED_HEADER]: 'true' })
       .status(existing.response_status ?? 200)
       .send(existing.response_body ?? '')
-  })
+  }
 
-  app.addHook('onSend', async (request, reply, payload) => {
+  const complete = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const scope = request.idempotency
     if (!scope) return payload
     request.idempotency = null
@@ -109,10 +109,21 @@ export function registerIdempotency(app: App, db: Db): void {
     }
     await repository.completeKey(db, scope, { status: reply.statusCode, headers, body: payload ?? '' })
     return payload
+  }
+
+  // Route-level hooks: the routes that do not opt in (nearly all) pay nothing for the mechanism.
+  app.addHook('onRoute', (route) => {
+    if (!route.config?.idempotent) return
+    route.preHandler = [...asArray(route.preHandler), claim]
+    route.onSend = [...asArray(route.onSend), complete]
   })
 
   // Expired keys are ignored when met; this keeps the table from growing with keys never met again.
   const purge = setInterval(() => void repository.purgeExpiredKeys(db, new Date()).catch(() => {}), PURGE_INTERVAL_MS)
   purge.unref()
   app.addHook('onClose', async () => clearInterval(purge))
+}
+
+function asArray<T>(value: T | T[] | undefined): T[] {
+  return value === undefined ? [] : Array.isArray(value) ? value : [value]
 }

@@ -12,10 +12,12 @@ export function registerMetrics(app: App): Registry {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [registry],
   })
-  app.addHook('onResponse', async (request, reply) => {
+  // A callback hook rather than an async one: it runs on every response and has nothing to await.
+  app.addHook('onResponse', (request, reply, done) => {
     // Unmatched URLs share one label so that scanning traffic cannot grow the series without bound.
     const route = request.routeOptions.url ?? 'unmatched'
     duration.observe({ method: request.method, route, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000)
+    done()
   })
   return registry
 }
