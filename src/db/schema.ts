@@ -82,6 +82,23 @@ export interface AssetCooldownSkipsTable {
   skipped_at: Timestamp
 }
 
+/** A state change a client may hear about, written in the same transaction as the change (the outbox). */
+export interface OutboxEventsTable {
+  /** uuidv7: sorts by when the event was recorded. */
+  id: string
+  organization_id: string
+  /** e.g. `core.kyc.phone.status-changed`. */
+  type: string
+  /** What changed: `user`, `file`, `account`, … and its id. */
+  subject_type: string
+  subject_id: string
+  /** The user the change concerns, when there is one. */
+  user_id: ColumnType<string | null, string | null | undefined, never>
+  data: Json<Record<string, unknown>>
+  occurred_at: Timestamp
+  dispatched_at: ColumnType<Date | null, Date | null | undefined, Date | null>
+}
+
 export interface Database {
   organizations: OrganizationsTable
   clients: ClientsTable
@@ -90,6 +107,7 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable
   price_points: PricePointsTable
   asset_cooldown_skips: AssetCooldownSkipsTable
+  outbox_events: OutboxEventsTable
 }
 
 export type Db = Kysely<Database>
@@ -103,3 +121,4 @@ export type NewUserRow = Insertable<UsersTable>
 export type MetadataRow = Selectable<MetadataTable>
 export type IdempotencyKeyRow = Selectable<IdempotencyKeysTable>
 export type Generatedless<T> = T extends Generated<infer U> ? U : T
+export type OutboxEventRow = Selectable<OutboxEventsTable>
