@@ -117,6 +117,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
     loadReferenceData<CountryRestrictionsFile>('country-restrictions.json', CountryRestrictionsFile, config.referenceDataDir),
   )
   const assetCatalogue = new AssetCatalogue(loadReferenceData<AssetsFile>('assets.json', AssetsFile, config.referenceDataDir))
+  // The only feed so far; config.ts makes production choose it explicitly (PRICE_FEED=simulated).
   const rates = new RatesService({ catalogue: assetCatalogue, feed: new SandboxPriceFeed(SANDBOX_PRICE_SEED, assetCatalogue.fiatCodes()), db: database.db })
   const assets = new AssetsService({
     catalogue: assetCatalogue,

@@ -121,6 +121,14 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     problems.push('INITIAL_CLIENT_ID and INITIAL_CLIENT_SECRET must be set together')
   }
 
+  // Production must choose its prices knowingly: simulated prices are fine for a staging deployment, not for
+  // customers' money, and no market-data adapter ships yet.
+  const priceFeed = read('PRICE_FEED')
+  if (priceFeed !== undefined && priceFeed !== 'simulated') problems.push(`PRICE_FEED must be simulated (got "${priceFeed}")`)
+  if (environment === 'production' && priceFeed === undefined) {
+    problems.push('PRICE_FEED is required in production: Tessera ships only the simulated feed; set PRICE_FEED=simulated to run with it knowingly')
+  }
+
   const rawTrustProxy = read('TRUST_PROXY')
   const trustProxy = rawTrustProxy === undefined || rawTrustProxy === 'false'
     ? false

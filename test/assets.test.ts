@@ -203,7 +203,7 @@ for (const engine of ENGINES) {
 
 describe('assets in production', () => {
   test('the cooldown helper does not exist', async () => {
-    const config = testConfig({ TESSERA_ENV: 'production', TOKEN_SIGNING_KEY: loadOrCreateSecrets(null, testConfig()).tokenSigningKey, SEALING_KEY: Buffer.alloc(32, 1).toString('base64') })
+    const config = testConfig({ TESSERA_ENV: 'production', TOKEN_SIGNING_KEY: loadOrCreateSecrets(null, testConfig()).tokenSigningKey, SEALING_KEY: Buffer.alloc(32, 1).toString('base64'), PRICE_FEED: 'simulated' })
     const database = await openDatabase({ ...config, databaseUrl: null, dataDir: null })
     const { app } = await buildApp({ config, database, secrets: loadOrCreateSecrets(null, config) })
     try {

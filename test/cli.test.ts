@@ -282,12 +282,13 @@ describe('process guards', () => {
     assert.equal(run.code, 2)
     assert.match(run.stderr, /TOKEN_SIGNING_KEY is required in production/)
     assert.match(run.stderr, /SEALING_KEY is required in production/)
+    assert.match(run.stderr, /PRICE_FEED is required in production/)
   })
 
   test('an invalid environment fails fast with every problem listed', async () => {
-    const run = await cli(['serve'], { PORT: 'eighty', TESSERA_ENV: 'staging', DATABASE_URL: 'mysql://x', INITIAL_CLIENT_ID: 'abc' })
+    const run = await cli(['serve'], { PORT: 'eighty', TESSERA_ENV: 'staging', DATABASE_URL: 'mysql://x', INITIAL_CLIENT_ID: 'abc', PRICE_FEED: 'oracle' })
     assert.equal(run.code, 2)
-    for (const message of [/PORT must be an integer/, /TESSERA_ENV must be one of sandbox, production/, /DATABASE_URL must be a postgres/, /INITIAL_CLIENT_ID must be a UUID/]) {
+    for (const message of [/PORT must be an integer/, /TESSERA_ENV must be one of sandbox, production/, /DATABASE_URL must be a postgres/, /INITIAL_CLIENT_ID must be a UUID/, /PRICE_FEED must be simulated/]) {
       assert.match(run.stderr, message)
     }
   })

@@ -88,7 +88,7 @@ for (const engine of ENGINES) {
 
 describe('networks in production and from operator files', () => {
   test('production shows and accepts main-chain addresses', async () => {
-    const config = testConfig({ TESSERA_ENV: 'production', TOKEN_SIGNING_KEY: loadOrCreateSecrets(null, testConfig()).tokenSigningKey, SEALING_KEY: Buffer.alloc(32, 1).toString('base64') })
+    const config = testConfig({ TESSERA_ENV: 'production', TOKEN_SIGNING_KEY: loadOrCreateSecrets(null, testConfig()).tokenSigningKey, SEALING_KEY: Buffer.alloc(32, 1).toString('base64'), PRICE_FEED: 'simulated' })
     const database = await openDatabase({ ...config, databaseUrl: null, dataDir: null })
     const { services, app } = await buildApp({ config, database, secrets: loadOrCreateSecrets(null, config) })
     try {
