@@ -16,7 +16,7 @@ import type { SandboxSecrets } from './lib/data-dir.ts'
 import { authRoutes } from './modules/auth/auth.routes.ts'
 import { AuthService } from './modules/auth/auth.service.ts'
 import { ClientsService } from './modules/auth/clients.service.ts'
-import { SCOPES } from './modules/auth/scopes.ts'
+import { ScopeCatalogue } from './modules/auth/scopes.ts'
 import { TokenSigner } from './modules/auth/tokens.ts'
 import { healthRoutes } from './modules/health/health.routes.ts'
 import { metadataRoutes } from './modules/metadata/metadata.routes.ts'
@@ -105,7 +105,8 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   const signer = new TokenSigner(deps.secrets.tokenSigningKey, config.publicUrl, config.publicUrl)
   const changes = new ChangeFeed(database.schema)
   await changes.listen(database)
-  const clients = new ClientsService(database.db, changes)
+  const scopes = new ScopeCatalogue(config)
+  const clients = new ClientsService(database.db, changes, scopes)
   const users = new UsersService(database.db, changes)
   const auth = new AuthService({ clients, signer, users, ttlSeconds: config.accessTokenTtlSeconds })
   const networkCatalogue = loadReferenceData<NetworksFile>('networks.json', NetworksFile, config.referenceDataDir)
@@ -157,7 +158,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
       'Embedded-finance Core API: onboard and verify users, hold balances, link cards, banks and wallets, and move money. ' +
       `Environment: ${config.environment}.`,
     serverUrl: config.publicUrl,
-    scopes: SCOPES,
+    scopes: scopes.descriptions,
   })
   // Limits are per client (per address before authentication), in this process's memory.
   await app.register(rateLimit, {
@@ -173,7 +174,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
 
   app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger())
   await app.register(healthRoutes({ isDatabaseReachable: () => isReachable(database.db), metrics }))
-  await app.register(authRoutes({ auth, signer, publicUrl: config.publicUrl, tokenRateLimitPerMinute: config.tokenRateLimitPerMinute }))
+  await app.register(authRoutes({ auth, signer, scopes, publicUrl: config.publicUrl, tokenRateLimitPerMinute: config.tokenRateLimitPerMinute }))
   await app.register(usersRoutes(users))
   await app.register(metadataRoutes(metadata))
   await app.register(networksRoutes(networks))
