@@ -90,8 +90,9 @@ export class ScopeCatalogue {
     const descriptions: Record<string, string> = { ...SCOPES }
     for (const provider of options.kycConnectorProviders) {
       const scopes = kycConnectorConfigScopes(provider)
-      descriptions[scopes.read] = `Read the ${provider} provider configuration`
-      descriptions[scopes.write] = `Create or replace the ${provider} provider configuration`
+      const title = `${provider[0]!.toUpperCase()}${provider.slice(1)}`
+      descriptions[scopes.read] = `Read the ${title} provider configuration`
+      descriptions[scopes.write] = `Create or replace the ${title} provider configuration`
     }
     this.descriptions = Object.freeze(descriptions)
     this.all = Object.freeze(Object.keys(descriptions))

@@ -18,15 +18,16 @@ export function kycConnectorRoutes(service: KycConnectorService) {
       const url = `/kyc-connector/${provider}/config`
       const scopes = kycConnectorConfigScopes(provider)
       const tags = ['KYC connector']
+      const title = `${provider[0]!.toUpperCase()}${provider.slice(1)}`
 
       app.put(
         url,
         {
           schema: {
             operationId: `kyc-connector.set-${provider}-config`,
-            summary: `Set ${provider} config`,
+            summary: `Set ${title} config`,
             description:
-              `Creates or replaces the organization's ${provider} configuration: its integrations, each with its credentials ` +
+              `Creates or replaces the organization's ${title} configuration: its integrations, each with its credentials ` +
               'and the KYC processes it performs. Secrets are stored encrypted and returned only as their first four characters ' +
               'followed by `****`; an integration that omits a secret keeps its current one.',
             tags,
@@ -44,8 +45,8 @@ export function kycConnectorRoutes(service: KycConnectorService) {
         {
           schema: {
             operationId: `kyc-connector.get-${provider}-config`,
-            summary: `Get ${provider} config`,
-            description: `Returns the organization's ${provider} configuration, secrets hidden; 404 \`entity_not_found\` until it is set.`,
+            summary: `Get ${title} config`,
+            description: `Returns the organization's ${title} configuration, secrets hidden; 404 \`entity_not_found\` until it is set.`,
             tags,
             headers: ProviderConfigHeaders,
             response: { 200: described(ProviderConfigResponse, 'Configuration retrieved.'), ...errorResponses(400, 401, 403, 404, 429) },
