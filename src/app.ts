@@ -13,12 +13,15 @@ import { registerMetrics } from './http/metrics.ts'
 import { REQUEST_ID_HEADER, registerOpenApi } from './http/openapi.ts'
 import type { App } from './http/types.ts'
 import type { SandboxSecrets } from './lib/data-dir.ts'
+import { Sealer } from './lib/sealing.ts'
 import { authRoutes } from './modules/auth/auth.routes.ts'
 import { AuthService } from './modules/auth/auth.service.ts'
 import { ClientsService } from './modules/auth/clients.service.ts'
-import { SCOPES } from './modules/auth/scopes.ts'
+import { ScopeCatalogue } from './modules/auth/scopes.ts'
 import { TokenSigner } from './modules/auth/tokens.ts'
 import { healthRoutes } from './modules/health/health.routes.ts'
+import { kycConnectorRoutes } from './modules/kyc-connector/kyc-connector.routes.ts'
+import { KycConnectorService } from './modules/kyc-connector/kyc-connector.service.ts'
 import { metadataRoutes } from './modules/metadata/metadata.routes.ts'
 import { MetadataService } from './modules/metadata/metadata.service.ts'
 import { assetsRoutes } from './modules/reference/assets.routes.ts'
@@ -60,6 +63,7 @@ export interface Services {
   countries: CountriesService
   assets: AssetsService
   rates: RatesService
+  kycConnector: KycConnectorService
 }
 
 function createAjv(options: AjvOptions): Ajv {
@@ -68,12 +72,20 @@ function createAjv(options: AjvOptions): Ajv {
   return ajv
 }
 
+// Provider credentials (kyc-connector): a body, or anything holding one, logged at any of the first levels.
+const PROVIDER_SECRET_PATHS = ['apiKey', 'sharedSecretKey'].flatMap((field) => [
+  field,
+  `*.${field}`,
+  `*.*.${field}`,
+  ...['', '*.', '*.*.', '*.*.*.'].map((prefix) => `${prefix}integrations[*].${field}`),
+])
+
 /** Logs are JSON, carry the request id, and never contain credentials. */
 export function loggerOptions(level: Config['logLevel']): FastifyServerOptions['logger'] {
   return {
     level,
     redact: {
-      paths: ['req.headers.authorization', 'req.headers.cookie', '*.client_secret', '*.clientSecret', '*.access_token', '*.password'],
+      paths: ['req.headers.authorization', 'req.headers.cookie', '*.client_secret', '*.clientSecret', '*.access_token', '*.password', ...PROVIDER_SECRET_PATHS],
       censor: '[redacted]',
     },
   }
@@ -105,7 +117,8 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   const signer = new TokenSigner(deps.secrets.tokenSigningKey, config.publicUrl, config.publicUrl)
   const changes = new ChangeFeed(database.schema)
   await changes.listen(database)
-  const clients = new ClientsService(database.db, changes)
+  const scopes = new ScopeCatalogue(config)
+  const clients = new ClientsService(database.db, changes, scopes)
   const users = new UsersService(database.db, changes)
   const auth = new AuthService({ clients, signer, users, ttlSeconds: config.accessTokenTtlSeconds })
   const networkCatalogue = loadReferenceData<NetworksFile>('networks.json', NetworksFile, config.referenceDataDir)
@@ -129,6 +142,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   })
   const metadata = new MetadataService(database.db)
   metadata.registerEntity('users', (principal, entityId) => users.metadataOwner(principal, entityId))
+  const kycConnector = new KycConnectorService({ db: database.db, sealer: new Sealer(deps.secrets.sealingKey), providers: config.kycConnectorProviders })
 
   // Requests still being handled when the app closes finish before the database goes away. A response
   // always emits 'close' (sent, or its connection dropped), unlike Fastify's onResponse.
@@ -158,7 +172,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
       'Embedded-finance Core API: onboard and verify users, hold balances, link cards, banks and wallets, and move money. ' +
       `Environment: ${config.environment}.`,
     serverUrl: config.publicUrl,
-    scopes: SCOPES,
+    scopes: scopes.descriptions,
   })
   // Limits are per client (per address before authentication), in this process's memory.
   await app.register(rateLimit, {
@@ -174,7 +188,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
 
   app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger())
   await app.register(healthRoutes({ isDatabaseReachable: () => isReachable(database.db), metrics }))
-  await app.register(authRoutes({ auth, signer, publicUrl: config.publicUrl, tokenRateLimitPerMinute: config.tokenRateLimitPerMinute }))
+  await app.register(authRoutes({ auth, signer, scopes, publicUrl: config.publicUrl, tokenRateLimitPerMinute: config.tokenRateLimitPerMinute }))
   await app.register(usersRoutes(users))
   await app.register(metadataRoutes(metadata))
   await app.register(networksRoutes(networks))
@@ -182,6 +196,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await app.register(ratesRoutes(rates))
   await app.register(railsRoutes(rails))
   await app.register(countriesRoutes(countries))
+  await app.register(kycConnectorRoutes(kycConnector))
 
   // Added last so that it runs once: plugins registered after a root onClose hook inherit it.
   app.addHook('onClose', async () => {
@@ -193,5 +208,5 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   })
 
   await app.ready()
-  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates } }
+  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates, kycConnector } }
 }

@@ -35,6 +35,8 @@ export interface Config {
   shutdownTimeoutMs: number
   /** Directory whose reference-data files (networks.json, …) replace the ones shipped in reference-data/. */
   referenceDataDir: string | null
+  /** Identity-verification providers whose connector can be configured (`/kyc-connector/<provider>/config`). */
+  kycConnectorProviders: string[]
 }
 
 export class ConfigError extends Error {
@@ -129,6 +131,18 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     problems.push('PRICE_FEED is required in production: Tessera ships only the simulated feed; set PRICE_FEED=simulated to run with it knowingly')
   }
 
+  // A provider name becomes a path segment and part of scope names (`kyc-connector.<provider>.config:read`).
+  const rawProviders = read('KYC_CONNECTOR_PROVIDERS') ?? 'veriff'
+  const kycConnectorProviders = rawProviders.split(',').map((name) => name.trim())
+  const badProviders = kycConnectorProviders.filter((name) => !/^[a-z][a-z0-9-]{0,31}$/.test(name))
+  if (badProviders.length > 0) {
+    problems.push(
+      `KYC_CONNECTOR_PROVIDERS must be a comma-separated list of provider names of lowercase letters, digits and hyphens, starting with a letter (got "${rawProviders}")`,
+    )
+  } else if (new Set(kycConnectorProviders).size !== kycConnectorProviders.length) {
+    problems.push(`KYC_CONNECTOR_PROVIDERS names a provider more than once (got "${rawProviders}")`)
+  }
+
   const rawTrustProxy = read('TRUST_PROXY')
   const trustProxy = rawTrustProxy === undefined || rawTrustProxy === 'false'
     ? false
@@ -154,6 +168,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     trustProxy,
     shutdownTimeoutMs: integer('SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
     referenceDataDir: read('REFERENCE_DATA_DIR') === undefined ? null : path.resolve(cwd, read('REFERENCE_DATA_DIR')!),
+    kycConnectorProviders,
   }
 
   if (problems.length > 0) throw new ConfigError(problems)

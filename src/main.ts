@@ -5,6 +5,7 @@ import { ChangeFeed } from './db/changes.ts'
 import { migrateToLatest, openDatabase, type DatabaseHandle } from './db/database.ts'
 import { DataDirBusyError, loadOrCreateSecrets, lockDataDir } from './lib/data-dir.ts'
 import { ClientInputError, ClientsService } from './modules/auth/clients.service.ts'
+import { ScopeCatalogue } from './modules/auth/scopes.ts'
 import { ReferenceDataError } from './modules/reference/reference-data.ts'
 
 const USAGE = `Usage: tessera [command]
@@ -104,7 +105,7 @@ async function clients(config: Config, args: string[]): Promise<void> {
   )
   try {
     // The CLI announces changes for running servers to hear; it keeps no cache of its own.
-    const service = new ClientsService(database.db, new ChangeFeed(database.schema))
+    const service = new ClientsService(database.db, new ChangeFeed(database.schema), new ScopeCatalogue(config))
     let output: unknown
     if (action === 'create') {
       if (values.name === undefined) throw new ClientInputError('--name is required')

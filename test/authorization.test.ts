@@ -156,6 +156,29 @@ ROUTES.push(
   },
 )
 
+// The identity-verification provider configuration (kyc-connector). PUT comes first: GET finds the
+// configuration the PUT case left in the suite's organization.
+ROUTES.push(
+  {
+    operationId: 'kyc-connector.set-veriff-config',
+    method: 'PUT',
+    url: '/kyc-connector/veriff/config',
+    scope: 'kyc-connector.veriff.config:write',
+    subjects: ['client'],
+    success: 200,
+    body: () => ({ integrations: [{ name: 'integration-abc123', apiKey: 'a1b2c3d4-e5f6-7890', sharedSecretKey: 'f0e1d2c3-b4a5-6789', processes: ['profile', 'identity'] }] }),
+    invalidBody: { body: { integrations: [{ name: 'integration-abc123', processes: ['selfie'] }] }, property: 'integrations[0].processes[0]', rule: 'enum' },
+  },
+  {
+    operationId: 'kyc-connector.get-veriff-config',
+    method: 'GET',
+    url: '/kyc-connector/veriff/config',
+    scope: 'kyc-connector.veriff.config:read',
+    subjects: ['client'],
+    success: 200,
+  },
+)
+
 async function putMetadata(ctx: TestContext, token: string, userId: string): Promise<void> {
   const response = await ctx.request({ method: 'PUT', url: '/core/users/me/metadata', headers: bearer(token, userId), payload: { externalId: 'crm-1' } })
   assert.ok(response.status === 201 || response.status === 200, response.body)

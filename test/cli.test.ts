@@ -176,6 +176,18 @@ for (const engine of ENGINES) {
       }
     })
 
+    test('clients can be granted the connector scopes of the configured providers, and only of those', async () => {
+      const { env, cleanup } = await deployment(engine)
+      cleanups.push(cleanup)
+      const scopes = 'kyc-connector.sumsub.config:read kyc-connector.veriff.config:write'
+      const refused = await cli(['clients', 'create', '--name', 'Connector', '--scopes', scopes], env)
+      assert.equal(refused.code, 2, refused.stderr)
+      assert.match(refused.stderr, /Unknown scope\(s\): kyc-connector\.sumsub\.config:read/)
+      const created = await cli(['clients', 'create', '--name', 'Connector', '--scopes', scopes], { ...env, KYC_CONNECTOR_PROVIDERS: 'veriff,sumsub' })
+      assert.equal(created.code, 0, created.stderr)
+      assert.deepEqual((JSON.parse(created.stdout) as { scopes: string[] }).scopes, scopes.split(' '))
+    })
+
     test('first start creates a client with every scope, prints it once, and it works end to end', async () => {
       const { env, cleanup } = await deployment(engine)
       cleanups.push(cleanup)

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose'
 import * as oauth from 'oauth4webapi'
-import { ALL_SCOPES } from '../src/modules/auth/scopes.ts'
 import { basicAuth, ENGINES, PUBLIC_URL, startApp, type TestContext, type TestResponse } from './helpers.ts'
 
 const FORM = 'application/x-www-form-urlencoded'
@@ -68,7 +67,7 @@ for (const engine of ENGINES) {
       const client = { client_id: ctx.client.clientId }
       const response = await oauth.clientCredentialsGrantRequest(as, client, oauth.ClientSecretPost(ctx.client.clientSecret), new URLSearchParams(), clientOptions)
       const result = await oauth.processClientCredentialsResponse(as, client, response)
-      assert.equal(result.scope, ALL_SCOPES.join(' '), 'an omitted scope grants every scope of the client')
+      assert.equal(result.scope, ctx.services.clients.scopes.all.join(' '), 'an omitted scope grants every scope of the client')
     })
 
     test('the token response is not cacheable and names the organization', async () => {

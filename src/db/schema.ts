@@ -99,6 +99,24 @@ export interface OutboxEventsTable {
   dispatched_at: ColumnType<Date | null, Date | null | undefined, Date | null>
 }
 
+/** An identity-verification provider configuration of an organization; secrets sealed (src/lib/sealing.ts). */
+export interface KycConnectorConfigsTable {
+  organization_id: string
+  /** A provider named in KYC_CONNECTOR_PROVIDERS, e.g. `veriff`. */
+  provider: string
+  integrations: Json<StoredIntegration[]>
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+/** One integration as stored: `apiKey` and `sharedSecretKey` are sealed texts, never the secrets. */
+export interface StoredIntegration {
+  name: string
+  processes: string[]
+  apiKey: string
+  sharedSecretKey: string
+}
+
 export interface Database {
   organizations: OrganizationsTable
   clients: ClientsTable
@@ -108,6 +126,7 @@ export interface Database {
   price_points: PricePointsTable
   asset_cooldown_skips: AssetCooldownSkipsTable
   outbox_events: OutboxEventsTable
+  kyc_connector_configs: KycConnectorConfigsTable
 }
 
 export type Db = Kysely<Database>
@@ -122,3 +141,4 @@ export type MetadataRow = Selectable<MetadataTable>
 export type IdempotencyKeyRow = Selectable<IdempotencyKeysTable>
 export type Generatedless<T> = T extends Generated<infer U> ? U : T
 export type OutboxEventRow = Selectable<OutboxEventsTable>
+export type KycConnectorConfigRow = Selectable<KycConnectorConfigsTable>

@@ -3,7 +3,7 @@ import Type from 'typebox'
 import { component, described, ErrorBody, OAuthErrorBody } from '../../http/schemas.ts'
 import type { App } from '../../http/types.ts'
 import { basicClientId, type AuthService } from './auth.service.ts'
-import { ALL_SCOPES } from './scopes.ts'
+import type { ScopeCatalogue } from './scopes.ts'
 import type { TokenSigner } from './tokens.ts'
 
 const TokenRequestBody = component(
@@ -51,7 +51,7 @@ const AuthorizationServerMetadata = component(
   ),
 )
 
-export function authRoutes(deps: { auth: AuthService; signer: TokenSigner; publicUrl: string; tokenRateLimitPerMinute: number }) {
+export function authRoutes(deps: { auth: AuthService; signer: TokenSigner; scopes: ScopeCatalogue; publicUrl: string; tokenRateLimitPerMinute: number }) {
   return async function routes(app: App): Promise<void> {
     // RFC 6749 §4.4.2: token requests are form-encoded, and form bodies are accepted here only.
     app.removeContentTypeParser('application/json')
@@ -142,7 +142,7 @@ export function authRoutes(deps: { auth: AuthService; signer: TokenSigner; publi
         issuer: deps.signer.issuer,
         token_endpoint: `${deps.publicUrl}/core/oauth2/token`,
         jwks_uri: `${deps.publicUrl}/.well-known/jwks.json`,
-        scopes_supported: [...ALL_SCOPES],
+        scopes_supported: [...deps.scopes.all],
         response_types_supported: [],
         grant_types_supported: ['client_credentials'],
         token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],

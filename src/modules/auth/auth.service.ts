@@ -11,7 +11,6 @@ import {
 } from '../../http/principal.ts'
 import type { ClientsService } from './clients.service.ts'
 import { grantedScopes } from './clients.service.ts'
-import { isScope } from './scopes.ts'
 import { TokenVerificationError, type AccessTokenClaims, type TokenSigner } from './tokens.ts'
 
 export interface TokenRequest {
@@ -110,12 +109,12 @@ export class AuthService {
 
     if (grantType !== 'client_credentials') throw new OAuthError(400, 'unsupported_grant_type', 'Grant type not supported')
 
-    const granted = grantedScopes(client.scopes)
+    const granted = grantedScopes(client.scopes, this.clients.scopes)
     let scopes = granted
     if (scope !== undefined && scope.trim() !== '') {
       const requested = [...new Set(scope.trim().split(/ +/))]
       if (requested.some((s) => !SCOPE_TOKEN.test(s))) throw new OAuthError(400, 'invalid_request', "Parameter 'scope' is malformed")
-      const unknown = requested.filter((s) => !isScope(s))
+      const unknown = requested.filter((s) => !this.clients.scopes.has(s))
       if (unknown.length > 0) throw new OAuthError(400, 'invalid_scope', `Unknown scope(s): ${unknown.join(' ')}`)
       const grantedSet = new Set(granted)
       if (requested.some((s) => !grantedSet.has(s))) {

@@ -6,7 +6,7 @@ import { generateSecret, hashSecret, safeEqual, sha256Hex, verifySecret } from '
 import { isUniqueViolation } from '../../db/errors.ts'
 import { isUuid } from '../../lib/ids.ts'
 import * as repository from './clients.repository.ts'
-import { ALL_SCOPES, isScope } from './scopes.ts'
+import type { ScopeCatalogue } from './scopes.ts'
 
 export interface ClientCredentials {
   clientId: string
@@ -33,20 +33,23 @@ const CACHE_TTL_MS = 60_000
 
 const cacheKey = (clientId: string) => `client:${clientId}`
 
-/** Scopes a stored grant stands for: `*` grows with the service, a list stays as granted. */
-export function grantedScopes(stored: string): string[] {
-  return stored === WILDCARD ? [...ALL_SCOPES] : stored.split(' ').filter(Boolean)
+/**
+ * Scopes a stored grant stands for: `*` grows with the service, a list stays as granted, less any scope the
+ * deployment no longer defines (a provider taken out of its configuration).
+ */
+export function grantedScopes(stored: string, catalogue: ScopeCatalogue): string[] {
+  return stored === WILDCARD ? [...catalogue.all] : stored.split(' ').filter((scope) => scope !== '' && catalogue.has(scope))
 }
 
 /** Parses `"a b"` or `"*"`, rejecting scopes the service does not define. */
-export function parseScopeGrant(input: string): string {
+export function parseScopeGrant(input: string, catalogue: ScopeCatalogue): string {
   const requested = input.trim().split(/\s+/).filter(Boolean)
   if (requested.length === 0) throw new ClientInputError('At least one scope is required (or "*" for all of them)')
   if (requested.includes(WILDCARD)) {
     if (requested.length > 1) throw new ClientInputError('"*" grants every scope and cannot be combined with others')
     return WILDCARD
   }
-  const unknown = requested.filter((s) => !isScope(s))
+  const unknown = requested.filter((s) => !catalogue.has(s))
   if (unknown.length > 0) throw new ClientInputError(`Unknown scope(s): ${unknown.join(', ')}`)
   return [...new Set(requested)].sort().join(' ')
 }
@@ -56,7 +59,8 @@ function summarize(row: ClientRow): ClientSummary {
     clientId: row.id,
     organizationId: row.organization_id,
     name: row.name,
-    scopes: row.scopes === WILDCARD ? [WILDCARD] : grantedScopes(row.scopes),
+    // As stored: what the operator granted, even a scope this deployment no longer defines.
+    scopes: row.scopes === WILDCARD ? [WILDCARD] : row.scopes.split(' ').filter(Boolean),
     createdAt: row.created_at.toISOString(),
     revokedAt: row.revoked_at?.toISOString() ?? null,
   }
@@ -65,6 +69,7 @@ function summarize(row: ClientRow): ClientSummary {
 export class ClientsService {
   private readonly db: Db
   private readonly changes: ChangeFeed
+  readonly scopes: ScopeCatalogue
   /** Client rows by id, read on every authenticated request; evicted everywhere when a client changes. */
   private readonly rows: InvalidatedCache<ClientRow>
   /**
@@ -74,9 +79,10 @@ export class ClientsService {
    */
   private readonly verified = new Map<string, { digest: string; secretHash: string }>()
 
-  constructor(db: Db, changes: ChangeFeed) {
+  constructor(db: Db, changes: ChangeFeed, scopes: ScopeCatalogue) {
     this.db = db
     this.changes = changes
+    this.scopes = scopes
     this.rows = new InvalidatedCache({ maxEntries: 10_000, ttlMs: CACHE_TTL_MS, trusted: () => changes.isLive() })
     changes.subscribe(this.rows)
   }
@@ -88,7 +94,7 @@ export class ClientsService {
   async create(input: { name: string; scopes: string; organizationId?: string; clientId?: string; clientSecret?: string }): Promise<ClientCredentials> {
     const name = input.name.trim()
     if (name === '' || name.length > 200) throw new ClientInputError('A client name of 1 to 200 characters is required')
-    const scopes = parseScopeGrant(input.scopes)
+    const scopes = parseScopeGrant(input.scopes, this.scopes)
     if (input.organizationId !== undefined && !isUuid(input.organizationId)) throw new ClientInputError('The organization id must be a UUID')
     const clientId = input.clientId ?? randomUUID()
     const clientSecret = input.clientSecret ?? generateSecret()
@@ -107,7 +113,7 @@ export class ClientsService {
       await repository.insertClient(tx, { id: clientId, organizationId: id, name, secretHash, scopes, createdAt: now })
       return id
     })
-    return { clientId, clientSecret, organizationId, scopes: scopes === WILDCARD ? [WILDCARD] : grantedScopes(scopes) }
+    return { clientId, clientSecret, organizationId, scopes: scopes === WILDCARD ? [WILDCARD] : grantedScopes(scopes, this.scopes) }
   }
 
   async list(): Promise<ClientSummary[]> {

@@ -1,4 +1,4 @@
-/** Every scope the service defines; a client holds a subset, or `*` for all of them. */
+/** The scopes every deployment defines; a catalogue adds those that depend on its configuration. */
 export const SCOPES = {
   'core.users:act-on-behalf-of': 'Act on behalf of users',
   'core.users:create': 'Create users',
@@ -69,14 +69,36 @@ export const SCOPES = {
   'kyc-connector.sumsub.ingestions:read': 'Read Sumsub ingestions',
   'kyc-connector.veriff.ingestions:create': 'Create Veriff ingestions',
   'kyc-connector.veriff.ingestions:read': 'Read Veriff ingestions',
-  'kyc-connector.veriff.config:read': 'Read the Veriff provider configuration',
-  'kyc-connector.veriff.config:write': 'Write the Veriff provider configuration',
 } as const satisfies Record<string, string>
 
-export type Scope = keyof typeof SCOPES
+/** The scopes of one provider's connector configuration, as the kyc-connector API names them. */
+export function kycConnectorConfigScopes(provider: string): { read: string; write: string } {
+  return { read: `kyc-connector.${provider}.config:read`, write: `kyc-connector.${provider}.config:write` }
+}
 
-export const ALL_SCOPES = Object.keys(SCOPES) as Scope[]
+/**
+ * Every scope this deployment defines, fixed when it starts: the constant ones and those of the configured
+ * providers. A client holds a subset, or `*` for all of them; the token endpoint, the client commands, the
+ * authorization server metadata and the OpenAPI document all read this one catalogue.
+ */
+export class ScopeCatalogue {
+  /** Scope → description, in a stable order. */
+  readonly descriptions: Readonly<Record<string, string>>
+  readonly all: readonly string[]
 
-export function isScope(value: string): value is Scope {
-  return Object.hasOwn(SCOPES, value)
+  constructor(options: { kycConnectorProviders: readonly string[] }) {
+    const descriptions: Record<string, string> = { ...SCOPES }
+    for (const provider of options.kycConnectorProviders) {
+      const scopes = kycConnectorConfigScopes(provider)
+      const title = `${provider[0]!.toUpperCase()}${provider.slice(1)}`
+      descriptions[scopes.read] = `Read the ${title} provider configuration`
+      descriptions[scopes.write] = `Create or replace the ${title} provider configuration`
+    }
+    this.descriptions = Object.freeze(descriptions)
+    this.all = Object.freeze(Object.keys(descriptions))
+  }
+
+  has(scope: string): boolean {
+    return Object.hasOwn(this.descriptions, scope)
+  }
 }
