@@ -18,6 +18,9 @@ import { AuthService } from './modules/auth/auth.service.ts'
 import { ClientsService } from './modules/auth/clients.service.ts'
 import { SCOPES } from './modules/auth/scopes.ts'
 import { TokenSigner } from './modules/auth/tokens.ts'
+import { filesRoutes } from './modules/files/files.routes.ts'
+import { FilesSettingsFile } from './modules/files/files.schemas.ts'
+import { FilesService } from './modules/files/files.service.ts'
 import { healthRoutes } from './modules/health/health.routes.ts'
 import { metadataRoutes } from './modules/metadata/metadata.routes.ts'
 import { MetadataService } from './modules/metadata/metadata.service.ts'
@@ -39,6 +42,8 @@ import { loadReferenceData } from './modules/reference/reference-data.ts'
 import { usersRoutes } from './modules/users/users.routes.ts'
 import { UsersService } from './modules/users/users.service.ts'
 import { SANDBOX_PRICE_SEED, SandboxPriceFeed } from './providers/prices/sandbox.ts'
+import { LocalFileStorage } from './providers/storage/local.ts'
+import { MemoryFileStorage } from './providers/storage/memory.ts'
 
 export const API_VERSION = '0.1.0'
 
@@ -60,6 +65,7 @@ export interface Services {
   countries: CountriesService
   assets: AssetsService
   rates: RatesService
+  files: FilesService
 }
 
 function createAjv(options: AjvOptions): Ajv {
@@ -128,6 +134,14 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   })
   const metadata = new MetadataService(database.db)
   metadata.registerEntity('users', (principal, entityId) => users.metadataOwner(principal, entityId))
+  const files = new FilesService({
+    db: database.db,
+    storage: config.fileStorageDir === null ? new MemoryFileStorage() : new LocalFileStorage(config.fileStorageDir),
+    settings: loadReferenceData<FilesSettingsFile>('files-settings.json', FilesSettingsFile, config.referenceDataDir).settings,
+    publicUrl: config.publicUrl,
+    sealingKey: deps.secrets.sealingKey,
+  })
+  metadata.registerEntity('files', (principal, entityId) => files.metadataOwner(principal, entityId))
 
   // Requests still being handled when the app closes finish before the database goes away. A response
   // always emits 'close' (sent, or its connection dropped), unlike Fastify's onResponse.
@@ -181,6 +195,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await app.register(ratesRoutes(rates))
   await app.register(railsRoutes(rails))
   await app.register(countriesRoutes(countries))
+  await app.register(filesRoutes(files))
 
   // Added last so that it runs once: plugins registered after a root onClose hook inherit it.
   app.addHook('onClose', async () => {
@@ -192,5 +207,5 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   })
 
   await app.ready()
-  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates } }
+  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates, files } }
 }
