@@ -39,6 +39,9 @@ import { railsRoutes } from './modules/reference/rails.routes.ts'
 import { RailsFile } from './modules/reference/rails.schemas.ts'
 import { RailsService } from './modules/reference/rails.service.ts'
 import { loadReferenceData } from './modules/reference/reference-data.ts'
+import { termsOfServiceRoutes } from './modules/terms-of-service/terms-of-service.routes.ts'
+import { TermsOfServiceFile } from './modules/terms-of-service/terms-of-service.schemas.ts'
+import { TermsOfServiceService } from './modules/terms-of-service/terms-of-service.service.ts'
 import { usersRoutes } from './modules/users/users.routes.ts'
 import { UsersService } from './modules/users/users.service.ts'
 import { SANDBOX_PRICE_SEED, SandboxPriceFeed } from './providers/prices/sandbox.ts'
@@ -66,6 +69,7 @@ export interface Services {
   assets: AssetsService
   rates: RatesService
   files: FilesService
+  termsOfService: TermsOfServiceService
 }
 
 function createAjv(options: AjvOptions): Ajv {
@@ -142,6 +146,14 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
     sealingKey: deps.secrets.sealingKey,
   })
   metadata.registerEntity('files', (principal, entityId) => files.metadataOwner(principal, entityId))
+  const termsOfService = new TermsOfServiceService(
+    database.db,
+    loadReferenceData<TermsOfServiceFile>('terms-of-service.json', TermsOfServiceFile, config.referenceDataDir).termsOfService,
+    users,
+  )
+  users.onCreate((tx, user, at) =>
+    termsOfService.recordAtCreation(tx, { organizationId: user.organizationId, userId: user.id, code: user.termsOfService, at, context: { ...user.context } }),
+  )
 
   // Requests still being handled when the app closes finish before the database goes away. A response
   // always emits 'close' (sent, or its connection dropped), unlike Fastify's onResponse.
@@ -196,6 +208,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await app.register(railsRoutes(rails))
   await app.register(countriesRoutes(countries))
   await app.register(filesRoutes(files))
+  await app.register(termsOfServiceRoutes(termsOfService))
 
   // Added last so that it runs once: plugins registered after a root onClose hook inherit it.
   app.addHook('onClose', async () => {
@@ -207,5 +220,5 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   })
 
   await app.ready()
-  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates, files } }
+  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates, files, termsOfService } }
 }
