@@ -3,7 +3,7 @@ import rateLimit from '@fastify/rate-limit'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Ajv, type Options as AjvOptions } from 'ajv'
 import addFormats from 'ajv-formats'
-import Fastify, { LogController, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { Config } from './config.ts'
 import { ChangeFeed } from './db/changes.ts'
 import { isReachable, type DatabaseHandle } from './db/database.ts'
@@ -85,6 +85,16 @@ export function loggerOptions(level: Config['logLevel']): FastifyServerOptions['
     redact: {
       paths: ['req.headers.authorization', 'req.headers.cookie', '*.client_secret', '*.clientSecret', '*.access_token', '*.password'],
       censor: '[redacted]',
+    },
+    // Signed links carry their signature in the query: logged whole, a link would be a working credential.
+    serializers: {
+      req: (req: FastifyRequest) => ({
+        method: req.method,
+        url: req.url.replace(/([?&](?:token|signature)=)[^&]*/gi, '$1[redacted]'),
+        host: req.host,
+        remoteAddress: req.ip,
+        remotePort: req.socket?.remotePort,
+      }),
     },
   }
 }

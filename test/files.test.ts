@@ -3,11 +3,14 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { Writable } from 'node:stream'
 import { after, describe, test } from 'node:test'
+import { buildApp, loggerOptions } from '../src/app.ts'
+import { loadOrCreateSecrets } from '../src/lib/data-dir.ts'
 import { eventsAbout } from '../src/modules/events/outbox.ts'
 import { derivePurposeKey, signDownload, signUploadPolicy } from '../src/modules/files/signed-links.ts'
 import type { ApiError } from '../src/http/errors.ts'
-import { bearer, ENGINES, useApp, USER_IP, type TestResponse } from './helpers.ts'
+import { basicAuth, bearer, ENGINES, individualUser, openTestDatabase, testConfig, useApp, USER_IP, type TestResponse } from './helpers.ts'
 
 const MIN = 16
 const MAX = 4096
@@ -449,6 +452,39 @@ for (const engine of ENGINES) {
       assert.equal(download.headers['content-type'], 'image/jpeg')
       assert.ok(download.rawPayload.equals(content))
     })
+  })
+}
+
+for (const engine of ENGINES) {
+  test(`logs never contain upload signatures or download links' tokens [${engine}]`, async () => {
+    const lines: string[] = []
+    const stream = new Writable({
+      write(chunk: Buffer, _encoding, callback) {
+        lines.push(chunk.toString())
+        callback()
+      },
+    })
+    const config = testConfig({ LOG_LEVEL: 'info' })
+    const { database, cleanup } = await openTestDatabase(engine, config)
+    const { app, services } = await buildApp({ config, database, secrets: loadOrCreateSecrets(null, config), logger: { ...(loggerOptions('info') as object), stream }, onClose: cleanup })
+    try {
+      const client = await services.clients.create({ name: 'Logged client', scopes: '*' })
+      const tokenResponse = await app.inject({ method: 'POST', url: '/core/oauth2/token', headers: { authorization: basicAuth(client), 'content-type': 'application/x-www-form-urlencoded' }, payload: 'grant_type=client_credentials' })
+      const token = tokenResponse.json<{ access_token: string }>().access_token
+      const user = (await app.inject({ method: 'POST', url: '/core/users', headers: { ...bearer(token), 'x-service-user-ip': USER_IP }, payload: individualUser() })).json<{ user: { id: string } }>().user
+      const file = (await app.inject({ method: 'POST', url: '/core/files', headers: bearer(token, user.id), payload: { category: 'image', contentType: 'image/png' } })).json<{ file: CreatedFile }>().file
+      assert.equal((await app.inject({ method: 'POST', url: pathOf(file.upload.url), ...multipartForm(file.upload.formData, { data: png(2048), contentType: 'image/png' }) })).statusCode, 204)
+      const link = getFileDownload((await app.inject({ method: 'GET', url: `/core/files/${file.id}`, headers: bearer(token, user.id) })).json())
+      assert.equal((await app.inject({ method: 'GET', url: pathOf(link) })).statusCode, 200)
+      const downloadToken = new URL(link).searchParams.get('token')!
+      const all = lines.join('')
+      assert.ok(all.includes(`/core/files/${file.id}/content?token=[redacted]`), 'the download is logged, without its token')
+      for (const secret of [downloadToken, downloadToken.split('.')[1]!, file.upload.formData.signature!, file.upload.formData.policy!]) {
+        assert.ok(!all.includes(secret), 'a signature leaked into the logs')
+      }
+    } finally {
+      await app.close()
+    }
   })
 }
 
