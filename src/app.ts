@@ -154,6 +154,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
     settings: loadReferenceData<FilesSettingsFile>('files-settings.json', FilesSettingsFile, config.referenceDataDir).settings,
     publicUrl: config.publicUrl,
     sealingKey: deps.secrets.sealingKey,
+    maxFilesPerUser: config.maxFilesPerUser,
   })
   metadata.registerEntity('files', (principal, entityId) => files.metadataOwner(principal, entityId))
   const termsOfService = new TermsOfServiceService(

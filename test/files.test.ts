@@ -427,6 +427,24 @@ for (const engine of ENGINES) {
     })
   })
 
+  describe(`files per user limit [${engine}]`, () => {
+    const suite = useApp(engine, { MAX_FILES_PER_USER: '3' })
+
+    test('a user has at most MAX_FILES_PER_USER files, even when creations race; other users are not affected', async () => {
+      const userId = (await suite.ctx.createUser(suite.token)).id
+      const create = () => suite.ctx.request({ method: 'POST', url: '/core/files', headers: bearer(suite.token, userId), payload: { category: 'image', contentType: 'image/png' } })
+      const results = await Promise.all(Array.from({ length: 6 }, create))
+      assert.deepEqual(results.map((r) => r.status).sort(), [201, 201, 201, 409, 409, 409])
+      const refused = results.find((r) => r.status === 409)!
+      assertError(refused, 409, 'max_files_limit_exceeded')
+      assert.deepEqual(refused.json<{ details: unknown }>().details, { limit: 3 })
+      const rows = await suite.ctx.database.db.selectFrom('files').select('id').where('user_id', '=', userId).execute()
+      assert.equal(rows.length, 3)
+      const other = (await suite.ctx.createUser(suite.token)).id
+      assert.equal((await suite.ctx.request({ method: 'POST', url: '/core/files', headers: bearer(suite.token, other), payload: { category: 'image', contentType: 'image/png' } })).status, 201)
+    })
+  })
+
   describe(`files with the shipped settings, in memory [${engine}]`, () => {
     const suite = useApp(engine)
 
