@@ -2,7 +2,7 @@ import multipart from '@fastify/multipart'
 import Type from 'typebox'
 import { ApiError, contentTooLarge } from '../../http/errors.ts'
 import { REPLAYED_RESPONSE_HEADER } from '../../http/idempotency.ts'
-import { ActingRequestHeaders, described, errorResponses } from '../../http/schemas.ts'
+import { ActingRequestHeaders, described, ErrorBody, errorResponses } from '../../http/schemas.ts'
 import { principalOf, type App } from '../../http/types.ts'
 import {
   CreateFileBody,
@@ -107,6 +107,7 @@ export function filesRoutes(files: FilesService) {
               content: { '*/*': { schema: Type.String({ format: 'binary' }) } },
             },
             ...errorResponses(400, 403, 404, 429),
+            403: described(ErrorBody, 'The link was altered (`signature_invalid`) or has expired (`signature_expired`).'),
           },
         },
       },
@@ -147,6 +148,8 @@ export function filesRoutes(files: FilesService) {
             response: {
               204: Type.Null({ description: 'Content stored; the file is now `uploaded`.' }),
               ...errorResponses(400, 403, 404, 409, 413, 415, 429),
+              403: described(ErrorBody, 'The form was altered or belongs to another file (`signature_invalid`), or has expired (`signature_expired`).'),
+              409: described(ErrorBody, 'The file content was already uploaded (`file_already_uploaded`), or its content type is no longer allowed (`file_content_type_not_allowed`).'),
             },
           },
         },

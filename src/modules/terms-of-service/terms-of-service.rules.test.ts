@@ -30,4 +30,6 @@ test('the catalogue must name each code once, with the type its code starts with
   assert.doesNotThrow(() => checkCatalogue([viban, everywhere]))
   assert.throws(() => checkCatalogue([viban, viban]), /defined twice/)
   assert.throws(() => checkCatalogue([{ ...everywhere, type: 'unique-account-number' }]), /its type must be/)
+  assert.throws(() => checkCatalogue([{ ...everywhere, modifiedAt: '2025-02-31T00:00:00Z' }]), /not a date/)
+  assert.throws(() => checkCatalogue([{ ...everywhere, url: 'https://exa mple' }]), /not a URL/)
 })

@@ -2,6 +2,12 @@ import { ApiError } from '../../http/errors.ts'
 import { ReferenceDataError } from '../reference/reference-data.ts'
 import type { ListTermsOfServiceQuery, TermsOfServiceDefinition } from './terms-of-service.schemas.ts'
 
+/** A timestamp of a day that exists: the date parser would move 31 February to March. */
+function isRealTimestamp(value: string): boolean {
+  const time = Date.parse(value)
+  return !Number.isNaN(time) && new Date(time).toISOString().slice(0, 10) === value.slice(0, 10)
+}
+
 /** Each code once, and of the type its code names (`general-…` terms are `general`). */
 export function checkCatalogue(definitions: readonly TermsOfServiceDefinition[]): void {
   const problems: string[] = []
@@ -10,6 +16,8 @@ export function checkCatalogue(definitions: readonly TermsOfServiceDefinition[])
     if (seen.has(terms.code)) problems.push(`${terms.code}: defined twice`)
     seen.add(terms.code)
     if (!terms.code.startsWith(`${terms.type}-`)) problems.push(`${terms.code}: its type must be the one its code starts with (not ${terms.type})`)
+    if (!isRealTimestamp(terms.modifiedAt)) problems.push(`${terms.code}: modifiedAt ${terms.modifiedAt} is not a date`)
+    if (terms.url !== undefined && !URL.canParse(terms.url)) problems.push(`${terms.code}: url ${terms.url} is not a URL`)
   }
   if (problems.length > 0) {
     throw new ReferenceDataError(`Invalid terms of service (terms-of-service.json):\n${problems.map((p) => `  - ${p}`).join('\n')}`)

@@ -32,8 +32,9 @@ export const TermsOfServiceDefinition = Type.Object(
     type: TermsOfServiceType,
     countries: Type.Optional(Type.Array(CountryCode, { minItems: 1, uniqueItems: true })),
     userTypes: Type.Optional(Type.Array(UserType, { minItems: 1, uniqueItems: true })),
-    modifiedAt: Type.String({ format: 'date-time' }),
-    url: Type.Optional(Type.String({ format: 'uri', pattern: '^https?://' })),
+    // Patterns, not formats: the reference-data loader checks shapes only; checkCatalogue checks the values.
+    modifiedAt: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,3})?Z$' }),
+    url: Type.Optional(Type.String({ pattern: '^https?://\\S+$' })),
   },
   { additionalProperties: false },
 )
