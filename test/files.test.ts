@@ -10,7 +10,7 @@ import { loadOrCreateSecrets } from '../src/lib/data-dir.ts'
 import { eventsAbout } from '../src/modules/events/outbox.ts'
 import { derivePurposeKey, signDownload, signUploadPolicy } from '../src/modules/files/signed-links.ts'
 import type { ApiError } from '../src/http/errors.ts'
-import { basicAuth, bearer, ENGINES, individualUser, openTestDatabase, testConfig, useApp, USER_IP, type TestResponse } from './helpers.ts'
+import { basicAuth, bearer, ENGINES, individualUser, openTestDatabase, startPeer, testConfig, useApp, USER_IP, type TestResponse } from './helpers.ts'
 
 const MIN = 16
 const MAX = 4096
@@ -247,6 +247,7 @@ for (const engine of ENGINES) {
       const response = await upload(file.upload.url, file.upload.formData, { data: content, contentType: 'image/png' })
       assert.equal(response.status, 204, response.body)
       assert.equal(response.body, '')
+      assert.equal(response.headers['access-control-allow-origin'], '*', 'a browser may read the answer of its upload')
 
       const got = await getFile(userId, file.id)
       const { file: uploaded } = got.json<{ file: { status: string; download: { url: string; expiresAt: string } } }>()
@@ -284,7 +285,9 @@ for (const engine of ENGINES) {
       const { key, policy, signature } = file.upload.formData as { key: string; policy: string; signature: string }
       const flipped = (text: string) => `${text.slice(0, -1)}${text.endsWith('0') ? '1' : '0'}`
 
-      assertError(await upload(file.upload.url, { key, policy, signature: flipped(signature) }, content), 403, 'signature_invalid')
+      const tampered = await upload(file.upload.url, { key, policy, signature: flipped(signature) }, content)
+      assertError(tampered, 403, 'signature_invalid')
+      assert.equal(tampered.headers['access-control-allow-origin'], '*')
       assertError(await upload(file.upload.url, { key, policy: flipped(policy), signature }, content), 403, 'signature_invalid')
       // A policy granting more (another content type, larger files) with the original signature.
       const widened = signUploadPolicy(randomBytes(32), { fileId: file.id, organizationId: suite.ctx.client.organizationId, contentType: 'image/png', minSize: 0, maxSize: 10 ** 9, expiresAt: new Date(Date.now() + 60_000) })
@@ -424,6 +427,30 @@ for (const engine of ENGINES) {
       assertError(response, 415, 'content_type_unsupported')
       const users = await suite.ctx.request({ method: 'POST', url: '/core/users', headers: { ...bearer(suite.token), 'x-service-user-ip': USER_IP, ...form.headers }, payload: form.payload })
       assertError(users, 415, 'content_type_unsupported')
+    })
+  })
+
+  if (engine === 'postgres') describe('files across processes [postgres]', () => {
+    const storageDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-files-shared-'))
+    after(() => fs.rmSync(storageDir, { recursive: true, force: true }))
+    const suite = useApp(engine, { FILE_STORAGE_DIR: storageDir })
+
+    test('content uploaded through one process downloads through another sharing the directory', async () => {
+      const peer = await startPeer(suite.ctx)
+      try {
+        const userId = (await suite.ctx.createUser(suite.token)).id
+        const file = (await suite.ctx.request({ method: 'POST', url: '/core/files', headers: bearer(suite.token, userId), payload: { category: 'image', contentType: 'image/png' } })).json<{ file: CreatedFile }>().file
+        const content = png(3000)
+        const uploaded = await peer.request({ method: 'POST', url: pathOf(file.upload.url), ...multipartForm(file.upload.formData, { data: content, contentType: 'image/png' }) })
+        assert.equal(uploaded.status, 204, uploaded.body)
+        const link = getFileDownload((await suite.ctx.request({ method: 'GET', url: `/core/files/${file.id}`, headers: bearer(suite.token, userId) })).json())
+        const download = await peer.app.inject({ method: 'GET', url: pathOf(link) })
+        assert.equal(download.statusCode, 200)
+        assert.ok(download.rawPayload.equals(content))
+        assertError(await suite.ctx.request({ method: 'POST', url: pathOf(file.upload.url), ...multipartForm(file.upload.formData, { data: content, contentType: 'image/png' }) }), 409, 'file_already_uploaded')
+      } finally {
+        await peer.close()
+      }
     })
   })
 

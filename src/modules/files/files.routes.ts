@@ -129,6 +129,11 @@ export function filesRoutes(files: FilesService) {
     // Multipart parsing exists only in this scope: every other route keeps answering 415 to a form body.
     await app.register(async (uploads: App) => {
       await uploads.register(multipart, { limits: FORM_LIMITS })
+      // Browsers post the form straight from the client's pages: any origin may read the answer. The signature
+      // is the only authorization (no cookie, no token), so sharing the answer gives nothing away.
+      uploads.addHook('onRequest', async (_request, reply) => {
+        reply.header('access-control-allow-origin', '*')
+      })
       uploads.post(
         '/core/files/:fileId/upload',
         {
