@@ -150,4 +150,3 @@ export type IdempotencyKeyRow = Selectable<IdempotencyKeysTable>
 export type Generatedless<T> = T extends Generated<infer U> ? U : T
 export type OutboxEventRow = Selectable<OutboxEventsTable>
 export type FileRow = Selectable<FilesTable>
-export type TermsOfServiceAcceptanceRow = Selectable<TermsOfServiceAcceptancesTable>
