@@ -163,6 +163,13 @@ for (const engine of ENGINES) {
         assertError(response, 400, 'request_invalid')
         assert.equal(response.json<{ details: { context: string } }>().details.context, 'params')
       }
+      const url = `/core/terms-of-service/${VIBAN}/accept`
+      const headers = { ...bearer(suite.token, user.id), 'x-service-user-ip': USER_IP }
+      const huge = await suite.ctx.request({ method: 'POST', url, headers: { ...headers, 'content-type': 'application/json' }, payload: JSON.stringify({ note: 'x'.repeat(2_000_000) }) })
+      assertError(huge, 413, 'content_too_large')
+      const text = await suite.ctx.request({ method: 'POST', url, headers: { ...headers, 'content-type': 'text/plain' }, payload: 'accept' })
+      assertError(text, 415, 'content_type_unsupported')
+      assertError(await accept(VIBAN, user.id, { 'x-service-user-ip': 'not-an-ip' }), 400, 'request_invalid')
       assert.deepEqual((await acceptanceRows(user.id)).map((r) => r.code), ['general-gb-fca'])
     })
 

@@ -75,7 +75,7 @@ export function termsOfServiceRoutes(terms: TermsOfServiceService) {
           tags,
           params: AcceptTermsOfServiceParams,
           headers: TermsOfServiceHeaders,
-          response: { 201: described(AcceptTermsOfServiceResponse, 'Terms of service accepted.'), ...errorResponses(400, 401, 403, 404, 409, 429) },
+          response: { 201: described(AcceptTermsOfServiceResponse, 'Terms of service accepted.'), ...errorResponses(400, 401, 403, 404, 409, 413, 415, 429) },
         },
         config: { auth: { scopes: ['core.terms-of-service:accept'], subjects: ['user:business', 'user:individual'] } },
       },
