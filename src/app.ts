@@ -3,7 +3,7 @@ import rateLimit from '@fastify/rate-limit'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Ajv, type Options as AjvOptions } from 'ajv'
 import addFormats from 'ajv-formats'
-import Fastify, { LogController, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { Config } from './config.ts'
 import { ChangeFeed } from './db/changes.ts'
 import { isReachable, type DatabaseHandle } from './db/database.ts'
@@ -19,6 +19,9 @@ import { AuthService } from './modules/auth/auth.service.ts'
 import { ClientsService } from './modules/auth/clients.service.ts'
 import { ScopeCatalogue } from './modules/auth/scopes.ts'
 import { TokenSigner } from './modules/auth/tokens.ts'
+import { filesRoutes } from './modules/files/files.routes.ts'
+import { FilesSettingsFile } from './modules/files/files.schemas.ts'
+import { FilesService } from './modules/files/files.service.ts'
 import { healthRoutes } from './modules/health/health.routes.ts'
 import { kycConnectorRoutes } from './modules/kyc-connector/kyc-connector.routes.ts'
 import { KycConnectorService } from './modules/kyc-connector/kyc-connector.service.ts'
@@ -39,9 +42,14 @@ import { railsRoutes } from './modules/reference/rails.routes.ts'
 import { RailsFile } from './modules/reference/rails.schemas.ts'
 import { RailsService } from './modules/reference/rails.service.ts'
 import { loadReferenceData } from './modules/reference/reference-data.ts'
+import { termsOfServiceRoutes } from './modules/terms-of-service/terms-of-service.routes.ts'
+import { TermsOfServiceFile } from './modules/terms-of-service/terms-of-service.schemas.ts'
+import { TermsOfServiceService } from './modules/terms-of-service/terms-of-service.service.ts'
 import { usersRoutes } from './modules/users/users.routes.ts'
 import { UsersService } from './modules/users/users.service.ts'
 import { SANDBOX_PRICE_SEED, SandboxPriceFeed } from './providers/prices/sandbox.ts'
+import { LocalFileStorage } from './providers/storage/local.ts'
+import { MemoryFileStorage } from './providers/storage/memory.ts'
 
 export const API_VERSION = '0.1.0'
 
@@ -64,6 +72,8 @@ export interface Services {
   assets: AssetsService
   rates: RatesService
   kycConnector: KycConnectorService
+  files: FilesService
+  termsOfService: TermsOfServiceService
 }
 
 function createAjv(options: AjvOptions): Ajv {
@@ -87,6 +97,20 @@ export function loggerOptions(level: Config['logLevel']): FastifyServerOptions['
     redact: {
       paths: ['req.headers.authorization', 'req.headers.cookie', '*.client_secret', '*.clientSecret', '*.access_token', '*.password', ...PROVIDER_SECRET_PATHS],
       censor: '[redacted]',
+    },
+    // Signed links carry their signature in the query: logged whole, a link would be a working credential.
+    serializers: {
+      // Only Fastify's requests are reshaped; anything else logged under `req` stays as it is (and redacted).
+      req: (req: FastifyRequest) =>
+        typeof (req as { url?: unknown } | null)?.url !== 'string'
+          ? (req as unknown as Record<string, unknown>)
+          : {
+              method: req.method,
+              url: req.url.replace(/([?&](?:token|signature)=)[^&]*/gi, '$1[redacted]'),
+              host: req.host,
+              remoteAddress: req.ip,
+              remotePort: req.socket?.remotePort,
+            },
     },
   }
 }
@@ -143,6 +167,23 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   const metadata = new MetadataService(database.db)
   metadata.registerEntity('users', (principal, entityId) => users.metadataOwner(principal, entityId))
   const kycConnector = new KycConnectorService({ db: database.db, sealer: new Sealer(deps.secrets.sealingKey), providers: config.kycConnectorProviders })
+  const files = new FilesService({
+    db: database.db,
+    storage: config.fileStorageDir === null ? new MemoryFileStorage() : new LocalFileStorage(config.fileStorageDir),
+    settings: loadReferenceData<FilesSettingsFile>('files-settings.json', FilesSettingsFile, config.referenceDataDir).settings,
+    publicUrl: config.publicUrl,
+    sealingKey: deps.secrets.sealingKey,
+    maxFilesPerUser: config.maxFilesPerUser,
+  })
+  metadata.registerEntity('files', (principal, entityId) => files.metadataOwner(principal, entityId))
+  const termsOfService = new TermsOfServiceService(
+    database.db,
+    loadReferenceData<TermsOfServiceFile>('terms-of-service.json', TermsOfServiceFile, config.referenceDataDir).termsOfService,
+    users,
+  )
+  users.onCreate((tx, user, at) =>
+    termsOfService.recordAtCreation(tx, { organizationId: user.organizationId, userId: user.id, code: user.termsOfService, at, context: { ...user.context } }),
+  )
 
   // Requests still being handled when the app closes finish before the database goes away. A response
   // always emits 'close' (sent, or its connection dropped), unlike Fastify's onResponse.
@@ -197,6 +238,8 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await app.register(railsRoutes(rails))
   await app.register(countriesRoutes(countries))
   await app.register(kycConnectorRoutes(kycConnector))
+  await app.register(filesRoutes(files))
+  await app.register(termsOfServiceRoutes(termsOfService))
 
   // Added last so that it runs once: plugins registered after a root onClose hook inherit it.
   app.addHook('onClose', async () => {
@@ -208,5 +251,5 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   })
 
   await app.ready()
-  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates, kycConnector } }
+  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates, kycConnector, files, termsOfService } }
 }
