@@ -99,6 +99,24 @@ export interface OutboxEventsTable {
   dispatched_at: ColumnType<Date | null, Date | null | undefined, Date | null>
 }
 
+export interface KycProcessesTable {
+  organization_id: string
+  user_id: string
+  /** Process code: `phone`, `self-categorization-statement`, … */
+  code: string
+  status: string
+  model: string
+  /** How identity or proof of address was submitted: `document-submission`, `electronic-verification`. */
+  type: ColumnType<string | null, string | null | undefined, string | null>
+  input: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>
+  output: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>
+  state: Json<Record<string, unknown>>
+  /** The verified value (e.g. an E.164 phone number) that no other user of the organization may verify. */
+  verified_key: ColumnType<string | null, string | null | undefined, string | null>
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
 export interface Database {
   organizations: OrganizationsTable
   clients: ClientsTable
@@ -108,6 +126,7 @@ export interface Database {
   price_points: PricePointsTable
   asset_cooldown_skips: AssetCooldownSkipsTable
   outbox_events: OutboxEventsTable
+  kyc_processes: KycProcessesTable
 }
 
 export type Db = Kysely<Database>
@@ -122,3 +141,4 @@ export type MetadataRow = Selectable<MetadataTable>
 export type IdempotencyKeyRow = Selectable<IdempotencyKeysTable>
 export type Generatedless<T> = T extends Generated<infer U> ? U : T
 export type OutboxEventRow = Selectable<OutboxEventsTable>
+export type KycProcessRow = Selectable<KycProcessesTable>
