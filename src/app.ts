@@ -19,6 +19,8 @@ import { ClientsService } from './modules/auth/clients.service.ts'
 import { SCOPES } from './modules/auth/scopes.ts'
 import { TokenSigner } from './modules/auth/tokens.ts'
 import { healthRoutes } from './modules/health/health.routes.ts'
+import { kycRoutes } from './modules/kyc/kyc.routes.ts'
+import { KycService } from './modules/kyc/kyc.service.ts'
 import { metadataRoutes } from './modules/metadata/metadata.routes.ts'
 import { MetadataService } from './modules/metadata/metadata.service.ts'
 import { assetsRoutes } from './modules/reference/assets.routes.ts'
@@ -38,6 +40,7 @@ import { RailsService } from './modules/reference/rails.service.ts'
 import { loadReferenceData } from './modules/reference/reference-data.ts'
 import { usersRoutes } from './modules/users/users.routes.ts'
 import { UsersService } from './modules/users/users.service.ts'
+import { SandboxKycProvider } from './providers/kyc/sandbox.ts'
 import { SANDBOX_PRICE_SEED, SandboxPriceFeed } from './providers/prices/sandbox.ts'
 
 export const API_VERSION = '0.1.0'
@@ -60,6 +63,7 @@ export interface Services {
   countries: CountriesService
   assets: AssetsService
   rates: RatesService
+  kyc: KycService
 }
 
 function createAjv(options: AjvOptions): Ajv {
@@ -128,6 +132,9 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   })
   const metadata = new MetadataService(database.db)
   metadata.registerEntity('users', (principal, entityId) => users.metadataOwner(principal, entityId))
+  // Service-verified KYC checks need a provider: the simulator in sandbox; production has no adapter yet.
+  const kycProvider = config.environment === 'sandbox' ? new SandboxKycProvider() : null
+  const kyc = new KycService({ db: database.db, users, countries, provider: kycProvider, files: null })
 
   // Requests still being handled when the app closes finish before the database goes away. A response
   // always emits 'close' (sent, or its connection dropped), unlike Fastify's onResponse.
@@ -181,6 +188,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await app.register(ratesRoutes(rates))
   await app.register(railsRoutes(rails))
   await app.register(countriesRoutes(countries))
+  await app.register(kycRoutes(kyc))
 
   // Added last so that it runs once: plugins registered after a root onClose hook inherit it.
   app.addHook('onClose', async () => {
@@ -192,5 +200,5 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   })
 
   await app.ready()
-  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates } }
+  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates, kyc } }
 }

@@ -99,7 +99,7 @@ describe('self-categorization form', () => {
   })
 
   test('texts follow the language; missing translations fall back to English', () => {
-    const fr = hintOf(FORM, [], 'fr') as { uiSchema: { elements: { label: string }[] } }
+    const fr = hintOf(FORM, [], 'fr') as unknown as { uiSchema: { elements: { label: string }[] } }
     assert.equal(fr.uiSchema.elements[0]!.label, 'Catégorie d’investisseur')
     assert.deepEqual(hintOf(FORM, [], 'fr').schema.additionalProperties, false)
   })
