@@ -81,7 +81,8 @@ export function isComplete(form: FormDefinition, answered: readonly string[]): b
   return form.categories.every((c) => answered.includes(c.key))
 }
 
-const ajv = new Ajv({ allErrors: true, strict: false })
+// `verbose` keeps each failing subschema, so that a forbidden answer can be named (see `namedForbidden`).
+const ajv = new Ajv({ allErrors: true, strict: false, verbose: true })
 addFormats.default(ajv)
 const compiled = new Map<string, ValidateFunction>()
 
@@ -97,10 +98,17 @@ export function answerViolations(form: FormDefinition, answered: readonly string
     compiled.set(key, validate)
   }
   if (validate(answers)) return []
-  return toViolations((validate.errors ?? []) as SchemaError[]).map((v) => ({
+  return toViolations((validate.errors ?? []).map(namedForbidden) as SchemaError[]).map((v) => ({
     ...v,
     property: v.property === '' ? 'input.answers' : `input.answers.${v.property}`,
   }))
+}
+
+/** `not: {required: [x]}` fails on the object; the violation is about `x`, which must not be answered. */
+function namedForbidden<E extends { keyword: string; instancePath: string; schema?: unknown }>(error: E): E {
+  const required = (error.schema as { required?: unknown } | undefined)?.required
+  if (error.keyword !== 'not' || !Array.isArray(required) || required.length !== 1) return error
+  return { ...error, instancePath: `${error.instancePath}/${String(required[0]).replace(/~/g, '~0').replace(/\//g, '~1')}` }
 }
 
 /**

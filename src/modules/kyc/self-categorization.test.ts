@@ -58,7 +58,7 @@ describe('self-categorization form', () => {
 
   test('the server names the violated question from the request body', () => {
     const violations = answerViolations(FORM, [], profile({ ...complete, 'invested-less-than-10-percent': 'no' }))
-    assert.ok(violations.some((v) => v.property === 'input.answers.investor-profile' && v.rule === 'not'), JSON.stringify(violations))
+    assert.ok(violations.some((v) => v.property === 'input.answers.investor-profile.invested-percentage' && v.rule === 'not'), JSON.stringify(violations))
     const missing = answerViolations(FORM, [], profile({ ...complete, 'invest-percentage': undefined }))
     assert.ok(missing.some((v) => v.property === 'input.answers.investor-profile.invest-percentage' && v.rule === 'required'), JSON.stringify(missing))
     const pattern = answerViolations(FORM, [], defined(profile({ ...complete, 'invested-percentage': '101' })))
