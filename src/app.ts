@@ -18,6 +18,9 @@ import { AuthService } from './modules/auth/auth.service.ts'
 import { ClientsService } from './modules/auth/clients.service.ts'
 import { SCOPES } from './modules/auth/scopes.ts'
 import { TokenSigner } from './modules/auth/tokens.ts'
+import { filesRoutes } from './modules/files/files.routes.ts'
+import { FilesSettingsFile } from './modules/files/files.schemas.ts'
+import { FilesService } from './modules/files/files.service.ts'
 import { healthRoutes } from './modules/health/health.routes.ts'
 import { kycRoutes } from './modules/kyc/kyc.routes.ts'
 import { KycService } from './modules/kyc/kyc.service.ts'
@@ -42,6 +45,8 @@ import { usersRoutes } from './modules/users/users.routes.ts'
 import { UsersService } from './modules/users/users.service.ts'
 import { SandboxKycProvider } from './providers/kyc/sandbox.ts'
 import { SANDBOX_PRICE_SEED, SandboxPriceFeed } from './providers/prices/sandbox.ts'
+import { LocalFileStorage } from './providers/storage/local.ts'
+import { MemoryFileStorage } from './providers/storage/memory.ts'
 
 export const API_VERSION = '0.1.0'
 
@@ -64,6 +69,7 @@ export interface Services {
   assets: AssetsService
   rates: RatesService
   kyc: KycService
+  files: FilesService
 }
 
 function createAjv(options: AjvOptions): Ajv {
@@ -132,9 +138,17 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   })
   const metadata = new MetadataService(database.db)
   metadata.registerEntity('users', (principal, entityId) => users.metadataOwner(principal, entityId))
+  const files = new FilesService({
+    db: database.db,
+    storage: config.fileStorageDir === null ? new MemoryFileStorage() : new LocalFileStorage(config.fileStorageDir),
+    settings: loadReferenceData<FilesSettingsFile>('files-settings.json', FilesSettingsFile, config.referenceDataDir).settings,
+    publicUrl: config.publicUrl,
+    sealingKey: deps.secrets.sealingKey,
+  })
+  metadata.registerEntity('files', (principal, entityId) => files.metadataOwner(principal, entityId))
   // Service-verified KYC checks need a provider: the simulator in sandbox; production has no adapter yet.
   const kycProvider = config.environment === 'sandbox' ? new SandboxKycProvider() : null
-  const kyc = new KycService({ db: database.db, users, countries, provider: kycProvider, files: null })
+  const kyc = new KycService({ db: database.db, users, countries, provider: kycProvider, files })
 
   // Requests still being handled when the app closes finish before the database goes away. A response
   // always emits 'close' (sent, or its connection dropped), unlike Fastify's onResponse.
@@ -189,6 +203,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await app.register(railsRoutes(rails))
   await app.register(countriesRoutes(countries))
   await app.register(kycRoutes(kyc))
+  await app.register(filesRoutes(files))
 
   // Added last so that it runs once: plugins registered after a root onClose hook inherit it.
   app.addHook('onClose', async () => {
@@ -200,5 +215,5 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   })
 
   await app.ready()
-  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates, kyc } }
+  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates, files, kyc } }
 }

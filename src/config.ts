@@ -35,6 +35,8 @@ export interface Config {
   shutdownTimeoutMs: number
   /** Directory whose reference-data files (networks.json, …) replace the ones shipped in reference-data/. */
   referenceDataDir: string | null
+  /** Directory of uploaded files (`<DATA_DIR>/files` by default); null keeps them in memory (DATA_DIR=:memory:). */
+  fileStorageDir: string | null
 }
 
 export class ConfigError extends Error {
@@ -146,6 +148,9 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     trustProxy,
     shutdownTimeoutMs: integer('SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
     referenceDataDir: read('REFERENCE_DATA_DIR') === undefined ? null : path.resolve(cwd, read('REFERENCE_DATA_DIR')!),
+    fileStorageDir: read('FILE_STORAGE_DIR') !== undefined
+      ? path.resolve(cwd, read('FILE_STORAGE_DIR')!)
+      : dataDir === null ? null : path.join(dataDir, 'files'),
   }
 
   if (problems.length > 0) throw new ConfigError(problems)

@@ -3,7 +3,7 @@ import { generateKeyPairSync } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import type { Subject } from '../src/http/principal.ts'
 import { TokenSigner } from '../src/modules/auth/tokens.ts'
-import { bearer, ENGINES, individualUser, PUBLIC_URL, startApp, USER_IP, type TestContext, type TestResponse } from './helpers.ts'
+import { bearer, ENGINES, individualUser, PUBLIC_URL, startApp, uploadedFile, USER_IP, type TestContext, type TestResponse } from './helpers.ts'
 
 interface RouteCase {
   operationId: string
@@ -156,6 +156,7 @@ ROUTES.push(
   },
 )
 
+let kycEvidenceFileId: string | undefined
 // KYC: the overview and one update per process, each with its own scope; all act for an individual user. The
 // overview's scope, core.kyc:read, is the one this matrix grants its narrow clients, so test/kyc.test.ts checks it.
 ROUTES.push(
@@ -212,8 +213,11 @@ ROUTES.push(
     scope: 'core.kyc.enhanced-due-diligence:update',
     subjects: ['user:individual'],
     success: 200,
-    prepare: scoreHighRisk,
-    body: () => ({ input: { media: [{ context: 'source-of-funds-proof', fileId: '0190a8c1-0000-7000-8000-000000000001' }] } }),
+    prepare: async (ctx, token, userId) => {
+      await scoreHighRisk(ctx, token, userId)
+      kycEvidenceFileId = await uploadedFile(ctx, token, userId, { category: 'document', contentType: 'application/pdf' })
+    },
+    body: () => ({ input: { media: [{ context: 'source-of-funds-proof', fileId: kycEvidenceFileId ?? '0190a8c1-0000-7000-8000-000000000001' }] } }),
     invalidBody: { body: { input: { media: [] } }, property: 'input.media', rule: 'minItems' },
   },
 )
@@ -229,6 +233,44 @@ async function scoreHighRisk(ctx: TestContext, token: string, userId: string): P
     assert.equal(response.status, 200, response.body)
   }
 }
+
+// Files: get-file acts on the file `prepare` created for the acting user (the URL is read when a request is sent).
+let preparedFileId: string | undefined
+ROUTES.push(
+  {
+    operationId: 'core.create-file',
+    method: 'POST',
+    url: '/core/files',
+    scope: 'core.files:create',
+    subjects: ['user:business', 'user:individual'],
+    success: 201,
+    body: () => ({ category: 'image', contentType: 'image/png' }),
+    invalidBody: { body: { category: 'audio', contentType: 'audio/mpeg' }, property: 'category', rule: 'enum' },
+  },
+  {
+    operationId: 'core.get-file',
+    method: 'GET',
+    get url() {
+      return `/core/files/${preparedFileId ?? '0190a8c1-0000-7000-8000-000000000000'}`
+    },
+    scope: 'core.files:read',
+    subjects: ['user:business', 'user:individual'],
+    success: 200,
+    prepare: async (ctx, token, userId) => {
+      const response = await ctx.request({ method: 'POST', url: '/core/files', headers: bearer(token, userId), payload: { category: 'document', contentType: 'application/pdf' } })
+      assert.equal(response.status, 201, response.body)
+      preparedFileId = response.json<{ file: { id: string } }>().file.id
+    },
+  },
+  {
+    operationId: 'core.list-files-settings',
+    method: 'GET',
+    url: '/core/files/settings',
+    scope: 'core.files:read',
+    subjects: ['client', 'user:business', 'user:individual'],
+    success: 200,
+  },
+)
 
 async function putMetadata(ctx: TestContext, token: string, userId: string): Promise<void> {
   const response = await ctx.request({ method: 'PUT', url: '/core/users/me/metadata', headers: bearer(token, userId), payload: { externalId: 'crm-1' } })

@@ -89,7 +89,9 @@ export class OpenApiValidator {
       return
     }
     const contentType = String(response.headers['content-type'] ?? '').split(';')[0]!.trim()
-    const media = content[contentType] ?? (contentType === 'application/json' ? undefined : content['text/plain'])
+    // A media range (`image/*`, `*/*`) declares every type it covers, e.g. a download that keeps the file's type.
+    const range = `${contentType.split('/')[0]}/*`
+    const media = content[contentType] ?? (contentType === 'application/json' ? undefined : content[range] ?? content['*/*'] ?? content['text/plain'])
     assert.ok(media, `${label}: content type ${contentType} is not declared (declared: ${Object.keys(content).join(', ')})`)
     if (contentType === 'application/json' && media.schema) {
       this.validateBody(label, `${id} ${status} ${contentType}`, media.schema, response.body)

@@ -117,6 +117,31 @@ export interface KycProcessesTable {
   updated_at: Timestamp
 }
 
+/** A file a user uploads: created `pending`, `uploaded` once its bytes are stored under `storage_key`. */
+export interface FilesTable {
+  organization_id: string
+  id: string
+  user_id: string
+  category: string
+  content_type: string
+  status: 'pending' | 'uploaded'
+  storage_key: ColumnType<string | null, string | null | undefined, string | null>
+  /** bigint: read back as a string by the drivers, written as a number. */
+  size: ColumnType<string | null, number | null | undefined, number | null>
+  created_at: Timestamp
+  updated_at: Timestamp
+  uploaded_at: ColumnType<Date | null, Date | null | undefined, Date | null>
+}
+
+/** A user's acceptance of one terms of service. */
+export interface TermsOfServiceAcceptancesTable {
+  organization_id: string
+  user_id: string
+  code: string
+  accepted_at: Timestamp
+  context: Json<Record<string, string>>
+}
+
 export interface Database {
   organizations: OrganizationsTable
   clients: ClientsTable
@@ -127,6 +152,8 @@ export interface Database {
   asset_cooldown_skips: AssetCooldownSkipsTable
   outbox_events: OutboxEventsTable
   kyc_processes: KycProcessesTable
+  files: FilesTable
+  terms_of_service_acceptances: TermsOfServiceAcceptancesTable
 }
 
 export type Db = Kysely<Database>
@@ -142,3 +169,5 @@ export type IdempotencyKeyRow = Selectable<IdempotencyKeysTable>
 export type Generatedless<T> = T extends Generated<infer U> ? U : T
 export type OutboxEventRow = Selectable<OutboxEventsTable>
 export type KycProcessRow = Selectable<KycProcessesTable>
+export type FileRow = Selectable<FilesTable>
+export type TermsOfServiceAcceptanceRow = Selectable<TermsOfServiceAcceptancesTable>

@@ -3,6 +3,7 @@ import * as m0001 from './0001_initial.ts'
 import * as m0002 from './0002_metadata_text_and_idempotency.ts'
 import * as m0003 from './0003_assets_and_prices.ts'
 import * as m0004 from './0004_outbox.ts'
+import * as m0005 from './0005_files_and_terms.ts'
 import * as m0007 from './0007_kyc.ts'
 
 /** Numbered, forward-only migrations; append new ones, never edit an applied one. */
@@ -11,6 +12,7 @@ const migrations: Record<string, Migration> = {
   '0002_metadata_text_and_idempotency': m0002,
   '0003_assets_and_prices': m0003,
   '0004_outbox': m0004,
+  '0005_files_and_terms': m0005,
   '0007_kyc': m0007,
 }
 

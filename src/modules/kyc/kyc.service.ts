@@ -554,7 +554,7 @@ export class KycService {
           reason: outcome.reason,
           providerDetails: outcome.providerReasons ? { reasons: outcome.providerReasons } : undefined,
           document: body.type === 'document-submission' ? outcome.document : undefined,
-          person: body.type === 'document-submission' ? outcome.person : undefined,
+          person: body.type === 'document-submission' && outcome.person ? personOutput(outcome.person) : undefined,
         }),
       }
     })
@@ -783,6 +783,11 @@ export class KycService {
       await save({ ...current, status: move(code, current.status, { type: 'conclude', approved }), output: { result: approved ? 'approved' : 'rejected' } })
     })
   }
+}
+
+/** The person as identity outputs show it (the reference's shape: no citizenship). */
+function personOutput(person: PersonData): JsonObject {
+  return definedOnly({ givenName: person.givenName, familyName: person.familyName, birthdate: person.birthdate, gender: person.gender, address: person.address })
 }
 
 function iso(value: string): string {
