@@ -2,7 +2,9 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { createAjv } from '@jsonforms/core'
 import { eventsAbout } from '../src/modules/events/outbox.ts'
+import { KycService } from '../src/modules/kyc/kyc.service.ts'
 import { SELF_CATEGORIZATION_FORM_ID } from '../src/modules/kyc/self-categorization.ts'
+import type { KycProvider } from '../src/providers/kyc/kyc-provider.ts'
 import { bearer, ENGINES, individualUser, uploadedFile, useApp, type TestResponse } from './helpers.ts'
 
 type Json = Record<string, unknown>
@@ -233,6 +235,16 @@ for (const engine of ENGINES) {
         assert.equal(response.status, 200, response.body)
       })
 
+      test('two users verifying the same number at once: exactly one wins', async () => {
+        const number = uniqueMobile()
+        const users = await Promise.all([newUser(), newUser(), newUser()])
+        const responses = await Promise.all(users.map((userId) => patch('phone', userId, { input: { phone: number, country: 'GB' }, output: { verifiedAt: PAST } })))
+        assert.deepEqual(responses.map((r) => r.status).sort(), [200, 409, 409], responses.map((r) => r.body).join('\n'))
+        for (const response of responses.filter((r) => r.status === 409)) assert.equal(response.json().code, 'phone_already_exists')
+        const verified = await Promise.all(users.map(async (userId) => (await overview(userId)).processes.phone!.status))
+        assert.deepEqual(verified.filter((s) => s === 'ok').length, 1)
+      })
+
       test("another organization's client cannot update the user's phone", async () => {
         const userId = await newUser()
         const otherToken = await suite.ctx.token(await suite.ctx.newClient())
@@ -346,6 +358,16 @@ for (const engine of ENGINES) {
         const statement = (await overview(userId)).processes.selfCategorizationStatement!
         assert.deepEqual({ status: statement.status, answers: statement.input!.answers }, { status: 'pending', answers: { investor: { type: 'restricted_investor' } } })
         assert.deepEqual(await statusEvents(userId, 'self-categorization-statement'), [])
+      })
+
+      test('both categories answered at once by concurrent requests: both kept, reviewed once', async () => {
+        const userId = await newUser()
+        const responses = await Promise.all([answer(userId, { investor: { type: 'restricted_investor' } }), answer(userId, { 'investor-profile': RESTRICTED_OK })])
+        assert.deepEqual(responses.map((r) => r.status), [200, 200], responses.map((r) => r.body).join('\n'))
+        const statement = (await overview(userId)).processes.selfCategorizationStatement!
+        assert.equal(statement.status, 'ok')
+        assert.deepEqual(statement.output!.attempts, { used: 1, maximum: 30 })
+        assert.deepEqual(await statusEvents(userId, 'self-categorization-statement'), ['ok'])
       })
 
       test('residents of GB must give it; residents elsewhere are exempt and updates are refused', async () => {
@@ -501,6 +523,31 @@ for (const engine of ENGINES) {
         assertRefused(await patch('identity', userId, { type: 'document-submission', input: { media: [{ context: 'photo-selfie', fileId }] }, output: { ...output, document: { ...output.document, expiresAt: '2001-01-01' } } }), 409, 'date_invalid')
         const identity = await ok('identity', 'identity', userId, { type: 'document-submission', input: { media: [{ context: 'photo-selfie', fileId }] }, output })
         assert.deepEqual({ status: identity.status, model: identity.verification.model, output: identity.output }, { status: 'ok', model: 'partner-verified', output })
+      })
+
+      test('when the provider cannot answer, the check goes back to pending and the client gets 503', async () => {
+        const unreachable: KycProvider = {
+          name: 'unreachable',
+          checkIdentity: async () => {
+            throw new Error('connect ECONNREFUSED')
+          },
+          checkProofOfAddress: async () => {
+            throw new Error('connect ECONNREFUSED')
+          },
+          screen: async () => ({ approved: true }),
+        }
+        const { ctx } = suite
+        const kyc = new KycService({ db: ctx.database.db, users: ctx.services.users, countries: ctx.services.countries, provider: unreachable, files: null })
+        const userId = await newUser()
+        const principal = { organizationId: ctx.client.organizationId, clientId: ctx.client.clientId, scopes: new Set<string>(), subject: 'user:individual' as const, userId }
+        await assert.rejects(
+          kyc.updateIdentity(principal, { type: 'electronic-verification', input: { data: { givenName: 'John', familyName: 'Doe', birthdate: '1987-01-01', citizenshipCountry: 'GB' } } }),
+          (error: { status?: number; code?: string }) => error.status === 503 && error.code === 'service_unavailable',
+        )
+        const identity = (await overview(userId)).processes.identity!
+        assert.deepEqual({ status: identity.status, submittable: identity.verification.submittable }, { status: 'pending', submittable: true })
+        assert.deepEqual(await statusEvents(userId, 'identity'), ['running', 'pending'])
+        assert.equal((await ok('identity', 'identity', userId, electronicIdentity('Doe'))).status, 'ok', 'the next submission goes through')
       })
 
       test('a partner attestation makes it ok at once', async () => {

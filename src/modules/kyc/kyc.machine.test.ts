@@ -28,6 +28,7 @@ const EVENTS: KycEvent[] = [
   { type: 'attach' },
   { type: 'conclude', approved: true },
   { type: 'conclude', approved: false },
+  { type: 'abort' },
   { type: 'answer', attemptsLeft: true },
   { type: 'answer', attemptsLeft: false },
   { type: 'review', approved: true },
@@ -65,6 +66,7 @@ const ALLOWED: Record<string, Record<string, KycStatus>> = {
     'failed attest:true:false': 'ok',
     'running conclude:true': 'ok',
     'running conclude:false': 'failed',
+    'running abort': 'pending',
   },
   form: {
     'pending answer:true': 'pending',

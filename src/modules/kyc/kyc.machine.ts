@@ -69,6 +69,8 @@ export type KycEvent =
   | { type: 'attach' }
   /** The outcome of a running check, or of an automatic process. */
   | { type: 'conclude'; approved: boolean }
+  /** A running check could not be completed (the provider was unreachable): evidence may be submitted again. */
+  | { type: 'abort' }
   /** Part of a form answered; `attemptsLeft` says whether a rejected form may start again. */
   | { type: 'answer'; attemptsLeft: boolean }
   /** A complete form reviewed. */
@@ -142,6 +144,8 @@ function documentEvidence(from: KycStatus, event: KycEvent): KycTransition {
       return open ? to(event.approved ? 'ok' : 'failed') : NOT_ALLOWED
     case 'conclude':
       return from === 'running' ? to(event.approved ? 'ok' : 'failed') : NOT_ALLOWED
+    case 'abort':
+      return from === 'running' ? to('pending') : NOT_ALLOWED
     default:
       return NOT_ALLOWED
   }

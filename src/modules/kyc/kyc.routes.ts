@@ -89,7 +89,7 @@ export function kycRoutes(kyc: KycService) {
             body,
             response: {
               200: described(ProcessResponses[process], 'Process updated.', form ? CONTENT_LANGUAGE : undefined),
-              ...errorResponses(400, 401, 403, 404, 409, 413, 415, 429),
+              ...errorResponses(400, 401, 403, 404, 409, 413, 415, 429, 503),
             },
           },
           config: { auth: { scopes: [`core.kyc.${process}:update`], subjects: SUBJECTS } },

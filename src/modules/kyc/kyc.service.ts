@@ -609,8 +609,8 @@ export class KycService {
 
   /**
    * A service-verified check: the submission is recorded as `running`, the provider is called outside any
-   * transaction, and its outcome is applied in a second one. A provider failure puts the process back to where a
-   * new submission is possible.
+   * transaction, and its outcome is applied in a second one. When the provider cannot answer, the process goes
+   * back to `pending` (evidence may be submitted again) and the client gets 503.
    */
   private async checkWithProvider(
     target: Target,
@@ -629,9 +629,12 @@ export class KycService {
     } catch (error) {
       await this.change(target, [code], async ({ records, save }) => {
         const current = records.get(code)!
-        if (current.status === 'running') await save({ ...current, status: move(code, 'running', { type: 'conclude', approved: false }) })
+        if (current.status === 'running') await save({ ...current, status: move(code, current.status, { type: 'abort' }) })
       })
-      throw error
+      const unavailable = new ApiError(503, 'service_unavailable', `The '${code}' verification could not be completed; submit it again later`, undefined, { 'retry-after': '30' })
+      // Kept for the logs; the client only learns that it may retry.
+      unavailable.cause = error
+      throw unavailable
     }
     const record = await this.change(target, [code], async ({ records, save }) => {
       const current = records.get(code)!

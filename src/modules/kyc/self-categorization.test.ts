@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { createAjv, isVisible, type UISchemaElement } from '@jsonforms/core'
+import fc from 'fast-check'
 import { answerViolations, hintOf, isComplete, negotiateFormLocale, remainingSchema } from './forms.ts'
-import { SELF_CATEGORIZATION_FORM as FORM, SELF_CATEGORIZATION_FORM_ID } from './self-categorization.ts'
+import { SELF_CATEGORIZATION_FORM as FORM, SELF_CATEGORIZATION_FORM_ID, PERCENTAGE_PATTERN } from './self-categorization.ts'
 
 const profile = (answers: Record<string, unknown>) => ({ 'investor-profile': answers })
 const complete = {
@@ -38,6 +39,7 @@ const SAMPLES: [string, unknown, boolean][] = [
   ['percentage as a number', profile({ ...complete, 'invested-percentage': 5 }), false],
   ['percentage with a trailing dot', profile({ ...complete, 'invested-percentage': '5.' }), false],
   ['percentage with a leading zero', profile({ ...complete, 'invested-percentage': '005' }), false],
+  ['percentage with one leading zero', profile({ ...complete, 'invested-percentage': '05' }), false],
   ['unknown category', { wealth: { a: 1 } }, false],
 ]
 
@@ -102,6 +104,18 @@ describe('self-categorization form', () => {
     const fr = hintOf(FORM, [], 'fr') as unknown as { uiSchema: { elements: { label: string }[] } }
     assert.equal(fr.uiSchema.elements[0]!.label, 'Catégorie d’investisseur')
     assert.deepEqual(hintOf(FORM, [], 'fr').schema.additionalProperties, false)
+  })
+
+  test('percentages: exactly the decimals from 0 to 100 with at most two decimals, written without a leading zero', () => {
+    const pattern = new RegExp(PERCENTAGE_PATTERN, 'u')
+    const oracle = (text: string) => /^(?:0|[1-9][0-9]*)(?:\.[0-9]{1,2})?$/.test(text) && Number(text) >= 0 && Number(text) <= 100
+    const structured = fc
+      .tuple(fc.integer({ min: -10, max: 1000 }), fc.option(fc.stringMatching(/^[0-9]{0,3}$/)))
+      .map(([whole, decimals]) => (decimals === null ? String(whole) : `${whole}.${decimals}`))
+    const noisy = fc.stringMatching(/^[0-9.\- ]{0,7}$/)
+    fc.assert(fc.property(fc.oneof(structured, noisy), (text) => pattern.test(text) === oracle(text)), { numRuns: 5000 })
+    for (const text of ['0', '0.5', '9.99', '10', '99.99', '100', '100.0', '100.00']) assert.ok(pattern.test(text), text)
+    for (const text of ['05', '100.01', '101', '1.', '.5', '1.234', '-0', '']) assert.ok(!pattern.test(text), text)
   })
 
   test('review: restricted investors below 10% both ways are approved; high-net-worth investors are approved', () => {

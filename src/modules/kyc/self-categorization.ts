@@ -13,8 +13,8 @@ import type { FormDefinition } from './forms.ts'
 /** Changes whenever the questions change; answers to another version are refused. */
 export const SELF_CATEGORIZATION_FORM_ID = 'f3b6c1d2-5a4e-4c8b-9e21-7d0a6b3c5e90'
 
-/** A percentage from 0 to 100 with at most two decimals, as text (no float rounding on the way). */
-export const PERCENTAGE_PATTERN = '^(?:100(?:\\.0{1,2})?|[0-9]{1,2}(?:\\.[0-9]{1,2})?)$'
+/** A percentage from 0 to 100 with at most two decimals and no leading zero, as text (no float rounding on the way). */
+export const PERCENTAGE_PATTERN = '^(?:100(?:\\.0{1,2})?|[1-9]?[0-9](?:\\.[0-9]{1,2})?)$'
 
 const PROFILE = '#/properties/investor-profile/properties'
 
