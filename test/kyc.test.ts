@@ -675,6 +675,14 @@ for (const engine of ENGINES) {
         assert.deepEqual(await statusEvents(userId, 'screening'), ['failed'])
       })
 
+      test('a user living where residents may not be served is restricted', async () => {
+        const userId = await newUser({ primaryCitizenship: 'UA', address: { country: 'UA', subdivision: 'UA-09' } })
+        assert.deepEqual((await overview(userId)).summary, { status: 'restricted', reason: 'residence-country-restricted' })
+        const elsewhere = await newUser({ primaryCitizenship: 'UA', address: { country: 'UA', subdivision: 'UA-30' } })
+        assert.deepEqual((await overview(elsewhere)).summary, { status: 'pending', reason: 'none' })
+        assertRefused(await patch('phone', elsewhere, { input: { phone: '+5352345678', country: 'CU' } }), 409, 'country_not_supported')
+      })
+
       test('statusesFor is 404 for another organization', async () => {
         const userId = await newUser()
         await assert.rejects(suite.ctx.services.kyc.statusesFor('0190a8c1-0000-7000-8000-00000000abcd', userId), (error: { status?: number }) => error.status === 404)
