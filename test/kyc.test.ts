@@ -80,6 +80,9 @@ for (const engine of ENGINES) {
         const p = sparse.processes
         assert.equal(p.profile!.status, 'pending')
         assert.deepEqual(p.profile!.input, { primaryCitizenship: 'GB', address: { country: 'GB', subdivision: 'GB-MAN' } })
+        const rules = (p.profile!.verification as unknown as { rules: Record<string, { presence: string; editable: boolean }> }).rules
+        assert.deepEqual(rules.fullName, { presence: 'required', editable: true })
+        assert.deepEqual(rules.otherCitizenships, { presence: 'optional', editable: true })
         assert.equal(p.address!.status, 'pending')
         assert.equal(p.email!.status, 'pending')
         assert.match(String(p.email!.input!.email), /@example\.com$/)

@@ -91,9 +91,36 @@ const FormInput = component(
 const envelope = <P extends Record<string, TSchema>>(properties: P) =>
   Type.Object({ code: Type.String(), status: KycStatus, verification: Type.Optional(KycVerification), ...properties })
 
+const Rule = Type.Object({ presence: Type.Enum(['required', 'optional', 'disallowed']), editable: Type.Boolean() })
+const NestedRule = <P extends Record<string, TSchema>>(rules: P) => Type.Object({ ...Rule.properties, rules: Type.Object(rules) })
+
+export const KycProfileVerification = component(
+  'kyc-profile-verification',
+  Type.Object(
+    {
+      ...KycVerification.properties,
+      rules: Type.Object(
+        {
+          fullName: Rule,
+          birthdate: Rule,
+          birthplace: NestedRule({ country: Rule, town: Rule }),
+          primaryCitizenship: Rule,
+          otherCitizenships: Rule,
+          address: NestedRule({ subdivision: Rule, city: Rule, line1: Rule, line2: Rule, postalCode: Rule }),
+        },
+        { description: 'Which profile fields the profile needs (`presence`) and whether an update may change them (`editable`).' },
+      ),
+    },
+    { description: 'How the profile is verified, and the rules of its fields.' },
+  ),
+)
+
 export const KycProfile = component(
   'kyc-profile',
-  envelope({
+  Type.Object({
+    code: Type.String(),
+    status: KycStatus,
+    verification: Type.Optional(KycProfileVerification),
     input: Type.Optional(
       Type.Object({
         fullName: Type.Optional(Type.String()),

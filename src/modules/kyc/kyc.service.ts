@@ -828,6 +828,20 @@ function localeOf(acceptLanguage: string | undefined): FormLocale {
   return locale
 }
 
+const rule = (presence: 'required' | 'optional', editable = true) => ({ presence, editable })
+/** What makes the profile complete (`required`) and what an update may change; the residence country may not. */
+const PROFILE_RULES = {
+  fullName: rule('required'),
+  birthdate: rule('required'),
+  birthplace: { ...rule('optional'), rules: { country: rule('required'), town: rule('required') } },
+  primaryCitizenship: rule('required'),
+  otherCitizenships: rule('optional'),
+  address: {
+    ...rule('required'),
+    rules: { subdivision: rule('optional'), city: rule('required'), line1: rule('required'), line2: rule('optional'), postalCode: rule('required') },
+  },
+}
+
 /** A process as served; with a language, forms that still have questions carry their `hint`. */
 export function viewOf(record: ProcessRecord, hintLanguage: FormLocale | null): JsonObject {
   const { code } = record
@@ -837,6 +851,7 @@ export function viewOf(record: ProcessRecord, hintLanguage: FormLocale | null): 
     triggers: code === 'screening' ? ['profile', 'identity'] : undefined,
     dependencies: DEPENDENCIES[code] ?? [],
     submittable: code === 'identity' || code === 'proof-of-address' ? record.status === 'pending' || record.status === 'failed' : undefined,
+    rules: code === 'profile' ? PROFILE_RULES : undefined,
   })
   const view: JsonObject = { code, status: record.status }
   if (code === 'identity' || code === 'proof-of-address') view.type = record.type ?? 'none'
