@@ -3,7 +3,7 @@ import rateLimit from '@fastify/rate-limit'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Ajv, type Options as AjvOptions } from 'ajv'
 import addFormats from 'ajv-formats'
-import Fastify, { LogController, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { Config } from './config.ts'
 import { ChangeFeed } from './db/changes.ts'
 import { isReachable, type DatabaseHandle } from './db/database.ts'
@@ -41,6 +41,9 @@ import { railsRoutes } from './modules/reference/rails.routes.ts'
 import { RailsFile } from './modules/reference/rails.schemas.ts'
 import { RailsService } from './modules/reference/rails.service.ts'
 import { loadReferenceData } from './modules/reference/reference-data.ts'
+import { termsOfServiceRoutes } from './modules/terms-of-service/terms-of-service.routes.ts'
+import { TermsOfServiceFile } from './modules/terms-of-service/terms-of-service.schemas.ts'
+import { TermsOfServiceService } from './modules/terms-of-service/terms-of-service.service.ts'
 import { usersRoutes } from './modules/users/users.routes.ts'
 import { UsersService } from './modules/users/users.service.ts'
 import { SandboxKycProvider } from './providers/kyc/sandbox.ts'
@@ -70,6 +73,7 @@ export interface Services {
   rates: RatesService
   kyc: KycService
   files: FilesService
+  termsOfService: TermsOfServiceService
 }
 
 function createAjv(options: AjvOptions): Ajv {
@@ -85,6 +89,16 @@ export function loggerOptions(level: Config['logLevel']): FastifyServerOptions['
     redact: {
       paths: ['req.headers.authorization', 'req.headers.cookie', '*.client_secret', '*.clientSecret', '*.access_token', '*.password'],
       censor: '[redacted]',
+    },
+    // Signed links carry their signature in the query: logged whole, a link would be a working credential.
+    serializers: {
+      req: (req: FastifyRequest) => ({
+        method: req.method,
+        url: req.url.replace(/([?&](?:token|signature)=)[^&]*/gi, '$1[redacted]'),
+        host: req.host,
+        remoteAddress: req.ip,
+        remotePort: req.socket?.remotePort,
+      }),
     },
   }
 }
@@ -144,11 +158,20 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
     settings: loadReferenceData<FilesSettingsFile>('files-settings.json', FilesSettingsFile, config.referenceDataDir).settings,
     publicUrl: config.publicUrl,
     sealingKey: deps.secrets.sealingKey,
+    maxFilesPerUser: config.maxFilesPerUser,
   })
   metadata.registerEntity('files', (principal, entityId) => files.metadataOwner(principal, entityId))
   // Service-verified KYC checks need a provider: the simulator in sandbox; production has no adapter yet.
   const kycProvider = config.environment === 'sandbox' ? new SandboxKycProvider() : null
   const kyc = new KycService({ db: database.db, users, countries, provider: kycProvider, files })
+  const termsOfService = new TermsOfServiceService(
+    database.db,
+    loadReferenceData<TermsOfServiceFile>('terms-of-service.json', TermsOfServiceFile, config.referenceDataDir).termsOfService,
+    users,
+  )
+  users.onCreate((tx, user, at) =>
+    termsOfService.recordAtCreation(tx, { organizationId: user.organizationId, userId: user.id, code: user.termsOfService, at, context: { ...user.context } }),
+  )
 
   // Requests still being handled when the app closes finish before the database goes away. A response
   // always emits 'close' (sent, or its connection dropped), unlike Fastify's onResponse.
@@ -204,6 +227,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await app.register(countriesRoutes(countries))
   await app.register(kycRoutes(kyc))
   await app.register(filesRoutes(files))
+  await app.register(termsOfServiceRoutes(termsOfService))
 
   // Added last so that it runs once: plugins registered after a root onClose hook inherit it.
   app.addHook('onClose', async () => {
@@ -215,5 +239,5 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   })
 
   await app.ready()
-  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates, files, kyc } }
+  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates, files, kyc, termsOfService } }
 }

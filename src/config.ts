@@ -37,6 +37,8 @@ export interface Config {
   referenceDataDir: string | null
   /** Directory of uploaded files (`<DATA_DIR>/files` by default); null keeps them in memory (DATA_DIR=:memory:). */
   fileStorageDir: string | null
+  /** How many files one user may have; beyond it creating a file is 409 max_files_limit_exceeded. */
+  maxFilesPerUser: number
 }
 
 export class ConfigError extends Error {
@@ -151,6 +153,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     fileStorageDir: read('FILE_STORAGE_DIR') !== undefined
       ? path.resolve(cwd, read('FILE_STORAGE_DIR')!)
       : dataDir === null ? null : path.join(dataDir, 'files'),
+    maxFilesPerUser: integer('MAX_FILES_PER_USER', 1000, 1, 1_000_000),
   }
 
   if (problems.length > 0) throw new ConfigError(problems)

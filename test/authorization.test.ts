@@ -272,6 +272,34 @@ ROUTES.push(
   },
 )
 
+// Terms of service. The shipped unique-account-number terms apply to individuals only: acting for a business the
+// request is authorized and answers 409 not applicable, which is what the matrix expects for that subject.
+let acceptingUserType: 'individual' | 'business' | null = null
+ROUTES.push(
+  ...(['/core/terms-of-service', '/core/terms-of-service/general-gb-fca'] as const).map((url, i) => ({
+    operationId: i === 0 ? 'core.list-terms-of-service' : 'core.get-terms-of-service',
+    method: 'GET' as const,
+    url,
+    scope: 'core.terms-of-service:read',
+    subjects: ['client', 'user:business', 'user:individual'] as Subject[],
+    success: 200,
+  })),
+  {
+    operationId: 'core.accept-terms-of-service',
+    method: 'POST',
+    url: '/core/terms-of-service/unique-account-number-viban/accept',
+    scope: 'core.terms-of-service:accept',
+    subjects: ['user:business', 'user:individual'],
+    get success() {
+      return acceptingUserType === 'business' ? 409 : 201
+    },
+    headers: { 'x-service-user-ip': USER_IP },
+    prepare: async (ctx, _token, userId) => {
+      acceptingUserType = await ctx.services.users.findUserType(ctx.client.organizationId, userId)
+    },
+  },
+)
+
 async function putMetadata(ctx: TestContext, token: string, userId: string): Promise<void> {
   const response = await ctx.request({ method: 'PUT', url: '/core/users/me/metadata', headers: bearer(token, userId), payload: { externalId: 'crm-1' } })
   assert.ok(response.status === 201 || response.status === 200, response.body)

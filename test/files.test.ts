@@ -3,11 +3,14 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { Writable } from 'node:stream'
 import { after, describe, test } from 'node:test'
+import { buildApp, loggerOptions } from '../src/app.ts'
+import { loadOrCreateSecrets } from '../src/lib/data-dir.ts'
 import { eventsAbout } from '../src/modules/events/outbox.ts'
 import { derivePurposeKey, signDownload, signUploadPolicy } from '../src/modules/files/signed-links.ts'
 import type { ApiError } from '../src/http/errors.ts'
-import { bearer, ENGINES, useApp, USER_IP, type TestResponse } from './helpers.ts'
+import { basicAuth, bearer, ENGINES, individualUser, openTestDatabase, startPeer, testConfig, useApp, USER_IP, type TestResponse } from './helpers.ts'
 
 const MIN = 16
 const MAX = 4096
@@ -244,6 +247,7 @@ for (const engine of ENGINES) {
       const response = await upload(file.upload.url, file.upload.formData, { data: content, contentType: 'image/png' })
       assert.equal(response.status, 204, response.body)
       assert.equal(response.body, '')
+      assert.equal(response.headers['access-control-allow-origin'], '*', 'a browser may read the answer of its upload')
 
       const got = await getFile(userId, file.id)
       const { file: uploaded } = got.json<{ file: { status: string; download: { url: string; expiresAt: string } } }>()
@@ -281,7 +285,9 @@ for (const engine of ENGINES) {
       const { key, policy, signature } = file.upload.formData as { key: string; policy: string; signature: string }
       const flipped = (text: string) => `${text.slice(0, -1)}${text.endsWith('0') ? '1' : '0'}`
 
-      assertError(await upload(file.upload.url, { key, policy, signature: flipped(signature) }, content), 403, 'signature_invalid')
+      const tampered = await upload(file.upload.url, { key, policy, signature: flipped(signature) }, content)
+      assertError(tampered, 403, 'signature_invalid')
+      assert.equal(tampered.headers['access-control-allow-origin'], '*')
       assertError(await upload(file.upload.url, { key, policy: flipped(policy), signature }, content), 403, 'signature_invalid')
       // A policy granting more (another content type, larger files) with the original signature.
       const widened = signUploadPolicy(randomBytes(32), { fileId: file.id, organizationId: suite.ctx.client.organizationId, contentType: 'image/png', minSize: 0, maxSize: 10 ** 9, expiresAt: new Date(Date.now() + 60_000) })
@@ -424,6 +430,48 @@ for (const engine of ENGINES) {
     })
   })
 
+  if (engine === 'postgres') describe('files across processes [postgres]', () => {
+    const storageDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-files-shared-'))
+    after(() => fs.rmSync(storageDir, { recursive: true, force: true }))
+    const suite = useApp(engine, { FILE_STORAGE_DIR: storageDir })
+
+    test('content uploaded through one process downloads through another sharing the directory', async () => {
+      const peer = await startPeer(suite.ctx)
+      try {
+        const userId = (await suite.ctx.createUser(suite.token)).id
+        const file = (await suite.ctx.request({ method: 'POST', url: '/core/files', headers: bearer(suite.token, userId), payload: { category: 'image', contentType: 'image/png' } })).json<{ file: CreatedFile }>().file
+        const content = png(3000)
+        const uploaded = await peer.request({ method: 'POST', url: pathOf(file.upload.url), ...multipartForm(file.upload.formData, { data: content, contentType: 'image/png' }) })
+        assert.equal(uploaded.status, 204, uploaded.body)
+        const link = getFileDownload((await suite.ctx.request({ method: 'GET', url: `/core/files/${file.id}`, headers: bearer(suite.token, userId) })).json())
+        const download = await peer.app.inject({ method: 'GET', url: pathOf(link) })
+        assert.equal(download.statusCode, 200)
+        assert.ok(download.rawPayload.equals(content))
+        assertError(await suite.ctx.request({ method: 'POST', url: pathOf(file.upload.url), ...multipartForm(file.upload.formData, { data: content, contentType: 'image/png' }) }), 409, 'file_already_uploaded')
+      } finally {
+        await peer.close()
+      }
+    })
+  })
+
+  describe(`files per user limit [${engine}]`, () => {
+    const suite = useApp(engine, { MAX_FILES_PER_USER: '3' })
+
+    test('a user has at most MAX_FILES_PER_USER files, even when creations race; other users are not affected', async () => {
+      const userId = (await suite.ctx.createUser(suite.token)).id
+      const create = () => suite.ctx.request({ method: 'POST', url: '/core/files', headers: bearer(suite.token, userId), payload: { category: 'image', contentType: 'image/png' } })
+      const results = await Promise.all(Array.from({ length: 6 }, create))
+      assert.deepEqual(results.map((r) => r.status).sort(), [201, 201, 201, 409, 409, 409])
+      const refused = results.find((r) => r.status === 409)!
+      assertError(refused, 409, 'max_files_limit_exceeded')
+      assert.deepEqual(refused.json<{ details: unknown }>().details, { limit: 3 })
+      const rows = await suite.ctx.database.db.selectFrom('files').select('id').where('user_id', '=', userId).execute()
+      assert.equal(rows.length, 3)
+      const other = (await suite.ctx.createUser(suite.token)).id
+      assert.equal((await suite.ctx.request({ method: 'POST', url: '/core/files', headers: bearer(suite.token, other), payload: { category: 'image', contentType: 'image/png' } })).status, 201)
+    })
+  })
+
   describe(`files with the shipped settings, in memory [${engine}]`, () => {
     const suite = useApp(engine)
 
@@ -449,6 +497,39 @@ for (const engine of ENGINES) {
       assert.equal(download.headers['content-type'], 'image/jpeg')
       assert.ok(download.rawPayload.equals(content))
     })
+  })
+}
+
+for (const engine of ENGINES) {
+  test(`logs never contain upload signatures or download links' tokens [${engine}]`, async () => {
+    const lines: string[] = []
+    const stream = new Writable({
+      write(chunk: Buffer, _encoding, callback) {
+        lines.push(chunk.toString())
+        callback()
+      },
+    })
+    const config = testConfig({ LOG_LEVEL: 'info' })
+    const { database, cleanup } = await openTestDatabase(engine, config)
+    const { app, services } = await buildApp({ config, database, secrets: loadOrCreateSecrets(null, config), logger: { ...(loggerOptions('info') as object), stream }, onClose: cleanup })
+    try {
+      const client = await services.clients.create({ name: 'Logged client', scopes: '*' })
+      const tokenResponse = await app.inject({ method: 'POST', url: '/core/oauth2/token', headers: { authorization: basicAuth(client), 'content-type': 'application/x-www-form-urlencoded' }, payload: 'grant_type=client_credentials' })
+      const token = tokenResponse.json<{ access_token: string }>().access_token
+      const user = (await app.inject({ method: 'POST', url: '/core/users', headers: { ...bearer(token), 'x-service-user-ip': USER_IP }, payload: individualUser() })).json<{ user: { id: string } }>().user
+      const file = (await app.inject({ method: 'POST', url: '/core/files', headers: bearer(token, user.id), payload: { category: 'image', contentType: 'image/png' } })).json<{ file: CreatedFile }>().file
+      assert.equal((await app.inject({ method: 'POST', url: pathOf(file.upload.url), ...multipartForm(file.upload.formData, { data: png(2048), contentType: 'image/png' }) })).statusCode, 204)
+      const link = getFileDownload((await app.inject({ method: 'GET', url: `/core/files/${file.id}`, headers: bearer(token, user.id) })).json())
+      assert.equal((await app.inject({ method: 'GET', url: pathOf(link) })).statusCode, 200)
+      const downloadToken = new URL(link).searchParams.get('token')!
+      const all = lines.join('')
+      assert.ok(all.includes(`/core/files/${file.id}/content?token=[redacted]`), 'the download is logged, without its token')
+      for (const secret of [downloadToken, downloadToken.split('.')[1]!, file.upload.formData.signature!, file.upload.formData.policy!]) {
+        assert.ok(!all.includes(secret), 'a signature leaked into the logs')
+      }
+    } finally {
+      await app.close()
+    }
   })
 }
 

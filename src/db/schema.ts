@@ -170,4 +170,3 @@ export type Generatedless<T> = T extends Generated<infer U> ? U : T
 export type OutboxEventRow = Selectable<OutboxEventsTable>
 export type KycProcessRow = Selectable<KycProcessesTable>
 export type FileRow = Selectable<FilesTable>
-export type TermsOfServiceAcceptanceRow = Selectable<TermsOfServiceAcceptancesTable>

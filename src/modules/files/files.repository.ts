@@ -1,5 +1,5 @@
+import { sql, type Insertable } from 'kysely'
 import type { Executor, FileRow, FilesTable } from '../../db/schema.ts'
-import type { Insertable } from 'kysely'
 
 export async function insertFile(db: Executor, row: Insertable<FilesTable>): Promise<void> {
   await db.insertInto('files').values(row).execute()
@@ -30,4 +30,19 @@ export function markUploaded(db: Executor, organizationId: string, id: string, u
     .where('status', '=', 'pending')
     .returningAll()
     .executeTakeFirst()
+}
+
+/** Serializes the creations of one user's files until the transaction ends, so that a count stays true. */
+export async function lockUserFiles(tx: Executor, organizationId: string, userId: string): Promise<void> {
+  await sql`select pg_advisory_xact_lock(hashtext(${`files:${organizationId}:${userId}`}))`.execute(tx)
+}
+
+export async function countUserFiles(db: Executor, organizationId: string, userId: string): Promise<number> {
+  const row = await db
+    .selectFrom('files')
+    .select((eb) => eb.fn.countAll<string>().as('count'))
+    .where('organization_id', '=', organizationId)
+    .where('user_id', '=', userId)
+    .executeTakeFirstOrThrow()
+  return Number(row.count)
 }

@@ -2,7 +2,7 @@ import multipart from '@fastify/multipart'
 import Type from 'typebox'
 import { ApiError, contentTooLarge } from '../../http/errors.ts'
 import { REPLAYED_RESPONSE_HEADER } from '../../http/idempotency.ts'
-import { ActingRequestHeaders, described, errorResponses } from '../../http/schemas.ts'
+import { ActingRequestHeaders, described, ErrorBody, errorResponses } from '../../http/schemas.ts'
 import { principalOf, type App } from '../../http/types.ts'
 import {
   CreateFileBody,
@@ -107,6 +107,7 @@ export function filesRoutes(files: FilesService) {
               content: { '*/*': { schema: Type.String({ format: 'binary' }) } },
             },
             ...errorResponses(400, 403, 404, 429),
+            403: described(ErrorBody, 'The link was altered (`signature_invalid`) or has expired (`signature_expired`).'),
           },
         },
       },
@@ -128,6 +129,11 @@ export function filesRoutes(files: FilesService) {
     // Multipart parsing exists only in this scope: every other route keeps answering 415 to a form body.
     await app.register(async (uploads: App) => {
       await uploads.register(multipart, { limits: FORM_LIMITS })
+      // Browsers post the form straight from the client's pages: any origin may read the answer. The signature
+      // is the only authorization (no cookie, no token), so sharing the answer gives nothing away.
+      uploads.addHook('onRequest', async (_request, reply) => {
+        reply.header('access-control-allow-origin', '*')
+      })
       uploads.post(
         '/core/files/:fileId/upload',
         {
@@ -147,6 +153,8 @@ export function filesRoutes(files: FilesService) {
             response: {
               204: Type.Null({ description: 'Content stored; the file is now `uploaded`.' }),
               ...errorResponses(400, 403, 404, 409, 413, 415, 429),
+              403: described(ErrorBody, 'The form was altered or belongs to another file (`signature_invalid`), or has expired (`signature_expired`).'),
+              409: described(ErrorBody, 'The file content was already uploaded (`file_already_uploaded`), or its content type is no longer allowed (`file_content_type_not_allowed`).'),
             },
           },
         },

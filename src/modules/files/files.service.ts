@@ -22,6 +22,8 @@ export interface FilesServiceDeps {
   /** Base URL of this deployment: upload forms and download links point at it. */
   publicUrl: string
   sealingKey: string
+  /** How many files one user may have. */
+  maxFilesPerUser: number
 }
 
 /** What the upload endpoint received: the form fields sent before the file, and the file part. */
@@ -59,6 +61,7 @@ export class FilesService {
   private readonly publicUrl: string
   private readonly uploadKey: Buffer
   private readonly downloadKey: Buffer
+  private readonly maxFilesPerUser: number
   /** The largest file any category accepts: the multipart parser's hard limit. */
   readonly largestFileSize: number
 
@@ -69,6 +72,7 @@ export class FilesService {
     this.publicUrl = deps.publicUrl
     this.uploadKey = derivePurposeKey(deps.sealingKey, 'files/upload-policy')
     this.downloadKey = derivePurposeKey(deps.sealingKey, 'files/download-link')
+    this.maxFilesPerUser = deps.maxFilesPerUser
     this.largestFileSize = Math.max(...Object.values(deps.settings).map((s) => s.maxFileSize))
   }
 
@@ -100,6 +104,10 @@ export class FilesService {
       updated_at: now,
     }
     const metadataError = await this.db.transaction().execute(async (tx) => {
+      await repository.lockUserFiles(tx, principal.organizationId, userId)
+      if ((await repository.countUserFiles(tx, principal.organizationId, userId)) >= this.maxFilesPerUser) {
+        throw conflict('max_files_limit_exceeded', 'The maximum number of allowed files has been exceeded', { limit: this.maxFilesPerUser })
+      }
       await repository.insertFile(tx, row)
       return input.metadata !== undefined
         ? attachInitialMetadata(tx, { organizationId: principal.organizationId, entityType: 'files', entityId: row.id }, input.metadata, now)

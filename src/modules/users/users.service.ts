@@ -98,6 +98,13 @@ function checkBusinessRules(input: CreateUserBody, now: Date): ApiError | null {
   return null
 }
 
+/** What a new user brings with them, written by another module inside the creating transaction. */
+export type UserCreationStep = (
+  tx: Executor,
+  user: { organizationId: string; id: string; type: 'individual' | 'business'; termsOfService: string; context: UserContext },
+  at: Date,
+) => Promise<void>
+
 const cacheKey = (organizationId: string, userId: string) => `user:${organizationId}:${userId}`
 
 export class UsersService {
@@ -105,12 +112,18 @@ export class UsersService {
   private readonly changes: ChangeFeed
   /** Active users, read on every request that acts for a user; evicted everywhere when a user changes. */
   private readonly active: InvalidatedCache<UserRow>
+  private readonly creationSteps: UserCreationStep[] = []
 
   constructor(db: Db, changes: ChangeFeed) {
     this.db = db
     this.changes = changes
     this.active = new InvalidatedCache({ maxEntries: 50_000, ttlMs: 60_000, trusted: () => changes.isLive() })
     changes.subscribe(this.active)
+  }
+
+  /** Adds a step to every user creation, in its transaction: the user exists with it or not at all. */
+  onCreate(step: UserCreationStep): void {
+    this.creationSteps.push(step)
   }
 
   private findActive(organizationId: string, userId: string): Promise<UserRow | undefined> {
@@ -141,6 +154,8 @@ export class UsersService {
     try {
       return await this.db.transaction().execute(async (tx) => {
         await repository.insertUser(tx, row)
+        const created = { organizationId: row.organization_id, id: row.id, type: row.type, termsOfService: input.termsOfService, context }
+        for (const step of this.creationSteps) await step(tx, created, now)
         const metadataError = 'metadata' in input && input.metadata !== undefined
           ? await attachInitialMetadata(tx, { organizationId: principal.organizationId, entityType: 'users', entityId: row.id }, input.metadata, now)
           : null
