@@ -25,6 +25,8 @@ import { FilesService } from './modules/files/files.service.ts'
 import { healthRoutes } from './modules/health/health.routes.ts'
 import { kycConnectorRoutes } from './modules/kyc-connector/kyc-connector.routes.ts'
 import { KycConnectorService } from './modules/kyc-connector/kyc-connector.service.ts'
+import { kycRoutes } from './modules/kyc/kyc.routes.ts'
+import { KycService } from './modules/kyc/kyc.service.ts'
 import { metadataRoutes } from './modules/metadata/metadata.routes.ts'
 import { MetadataService } from './modules/metadata/metadata.service.ts'
 import { assetsRoutes } from './modules/reference/assets.routes.ts'
@@ -47,6 +49,7 @@ import { TermsOfServiceFile } from './modules/terms-of-service/terms-of-service.
 import { TermsOfServiceService } from './modules/terms-of-service/terms-of-service.service.ts'
 import { usersRoutes } from './modules/users/users.routes.ts'
 import { UsersService } from './modules/users/users.service.ts'
+import { SandboxKycProvider } from './providers/kyc/sandbox.ts'
 import { SANDBOX_PRICE_SEED, SandboxPriceFeed } from './providers/prices/sandbox.ts'
 import { LocalFileStorage } from './providers/storage/local.ts'
 import { MemoryFileStorage } from './providers/storage/memory.ts'
@@ -72,6 +75,7 @@ export interface Services {
   assets: AssetsService
   rates: RatesService
   kycConnector: KycConnectorService
+  kyc: KycService
   files: FilesService
   termsOfService: TermsOfServiceService
 }
@@ -176,6 +180,9 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
     maxFilesPerUser: config.maxFilesPerUser,
   })
   metadata.registerEntity('files', (principal, entityId) => files.metadataOwner(principal, entityId))
+  // Service-verified KYC checks need a provider: the simulator in sandbox; production has no adapter yet.
+  const kycProvider = config.environment === 'sandbox' ? new SandboxKycProvider() : null
+  const kyc = new KycService({ db: database.db, users, countries, provider: kycProvider, files })
   const termsOfService = new TermsOfServiceService(
     database.db,
     loadReferenceData<TermsOfServiceFile>('terms-of-service.json', TermsOfServiceFile, config.referenceDataDir).termsOfService,
@@ -238,6 +245,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await app.register(railsRoutes(rails))
   await app.register(countriesRoutes(countries))
   await app.register(kycConnectorRoutes(kycConnector))
+  await app.register(kycRoutes(kyc))
   await app.register(filesRoutes(files))
   await app.register(termsOfServiceRoutes(termsOfService))
 
@@ -251,5 +259,5 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   })
 
   await app.ready()
-  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates, kycConnector, files, termsOfService } }
+  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates, kycConnector, files, termsOfService, kyc } }
 }

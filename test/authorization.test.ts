@@ -3,7 +3,7 @@ import { generateKeyPairSync } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import type { Subject } from '../src/http/principal.ts'
 import { TokenSigner } from '../src/modules/auth/tokens.ts'
-import { bearer, ENGINES, individualUser, PUBLIC_URL, startApp, USER_IP, type TestContext, type TestResponse } from './helpers.ts'
+import { bearer, ENGINES, individualUser, PUBLIC_URL, startApp, uploadedFile, USER_IP, type TestContext, type TestResponse } from './helpers.ts'
 
 interface RouteCase {
   operationId: string
@@ -178,6 +178,84 @@ ROUTES.push(
     success: 200,
   },
 )
+
+let kycEvidenceFileId: string | undefined
+// KYC: the overview and one update per process, each with its own scope; all act for an individual user. The
+// overview's scope, core.kyc:read, is the one this matrix grants its narrow clients, so test/kyc.test.ts checks it.
+ROUTES.push(
+  { operationId: 'core.get-kyc-overview', method: 'GET', url: '/core/kyc?detailed=selfCategorizationStatement', subjects: ['user:individual'], success: 200 },
+  ...([
+    ['profile', { input: { fullName: 'John Doe' } }, { input: { fullName: 42 } }, 'input.fullName', 'type'],
+    ['address', { input: { address: { city: 'Manchester' } } }, { input: { address: { city: 5 } } }, 'input.address.city', 'type'],
+    ['email', { input: { email: 'kyc-{n}@example.com' } }, { input: { email: 'not-an-email' } }, 'input.email', 'format'],
+    ['phone', { input: { phone: '+447400123456', country: 'GB' } }, { input: { phone: '0740', country: 'GB' } }, 'input.phone', 'pattern'],
+    [
+      'identity',
+      { type: 'electronic-verification', input: { data: { givenName: 'John', familyName: 'Doe', birthdate: '1987-01-01', citizenshipCountry: 'GB' } } },
+      { type: 'electronic-verification', input: { data: { givenName: 1, birthdate: '1987-01-01', citizenshipCountry: 'GB' } } },
+      'input.data.givenName',
+      'type',
+    ],
+    [
+      'proof-of-address',
+      { type: 'electronic-verification', input: { data: { givenName: 'John', address: { country: 'GB', line1: '1 High Street' } } } },
+      { type: 'electronic-verification', input: { data: { givenName: 'John', address: { country: 'gb' } } } },
+      'input.data.address.country',
+      'pattern',
+    ],
+    ['customer-due-diligence', { input: { answers: { employment: { status: 'employed' } } } }, { input: { answers: {} } }, 'input.answers', 'minProperties'],
+    [
+      'crypto-risk-assessment',
+      { input: { answers: { 'loss-tolerance': { 'acceptable-loss': 'full_loss_possible' } } } },
+      { input: { formId: 'x', answers: { 'loss-tolerance': {} } } },
+      'input.formId',
+      'format',
+    ],
+    [
+      'self-categorization-statement',
+      { input: { answers: { investor: { type: 'restricted_investor' } } } },
+      { input: { answers: { investor: { type: 'restricted_investor' }, 'investor-profile': {} } } },
+      'input.answers',
+      'maxProperties',
+    ],
+    ['tax-details', { input: { taxResidency: { countries: ['GB'] } } }, { input: {} }, 'input', 'minProperties'],
+  ] as const).map(([process, body, invalid, property, rule]) => ({
+    operationId: `core.update-kyc-${process}`,
+    method: 'PATCH' as const,
+    url: `/core/kyc/processes/${process}`,
+    scope: `core.kyc.${process}:update`,
+    subjects: ['user:individual'] as Subject[],
+    success: 200,
+    body: () => JSON.parse(JSON.stringify(body).replace('{n}', Math.random().toString(36).slice(2))) as Record<string, unknown>,
+    invalidBody: { body: invalid, property, rule },
+  })),
+  {
+    operationId: 'core.update-kyc-enhanced-due-diligence',
+    method: 'PATCH',
+    url: '/core/kyc/processes/enhanced-due-diligence',
+    scope: 'core.kyc.enhanced-due-diligence:update',
+    subjects: ['user:individual'],
+    success: 200,
+    prepare: async (ctx, token, userId) => {
+      await scoreHighRisk(ctx, token, userId)
+      kycEvidenceFileId = await uploadedFile(ctx, token, userId, { category: 'document', contentType: 'application/pdf' })
+    },
+    body: () => ({ input: { media: [{ context: 'source-of-funds-proof', fileId: kycEvidenceFileId ?? '0190a8c1-0000-7000-8000-000000000001' }] } }),
+    invalidBody: { body: { input: { media: [] } }, property: 'input.media', rule: 'minItems' },
+  },
+)
+
+/** Answers customer due diligence so that it scores high: enhanced due diligence then applies. */
+async function scoreHighRisk(ctx: TestContext, token: string, userId: string): Promise<void> {
+  for (const answers of [
+    { intent: { 'expected-activities': ['cryptocurrency_investing'] } },
+    { 'financial-information': { 'source-of-funds': 'other', 'annual-income-range': '0-20000-GBP', 'expected-annual-deposits-range': '0-5000-GBP' } },
+    { employment: { status: 'employed' } },
+  ]) {
+    const response = await ctx.request({ method: 'PATCH', url: '/core/kyc/processes/customer-due-diligence', headers: bearer(token, userId), payload: { input: { answers } } })
+    assert.equal(response.status, 200, response.body)
+  }
+}
 
 // Files: get-file acts on the file `prepare` created for the acting user (the URL is read when a request is sent).
 let preparedFileId: string | undefined

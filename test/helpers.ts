@@ -213,3 +213,27 @@ export function useApp(engine: Engine, env: Record<string, string> = {}): { read
     },
   }
 }
+
+/**
+ * A file of the user, created and uploaded through the API (as a client would before referencing it in a KYC
+ * process); `upload: false` leaves it pending.
+ */
+export async function uploadedFile(ctx: TestContext, token: string, userId: string, options: { category?: string; contentType?: string; upload?: boolean } = {}): Promise<string> {
+  const { category = 'image', contentType = 'image/png', upload = true } = options
+  const created = await ctx.request({ method: 'POST', url: '/core/files', headers: bearer(token, userId), payload: { category, contentType } })
+  assert.equal(created.status, 201, created.body)
+  const file = created.json<{ file: { id: string; upload: { url: string; formData: Record<string, string> } } }>().file
+  if (!upload) return file.id
+  const boundary = `----kyc${randomBytes(8).toString('hex')}`
+  const parts = Object.entries(file.upload.formData).map(([name, value]) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`)
+  const payload = Buffer.concat([
+    Buffer.from(parts.join('')),
+    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="evidence"\r\nContent-Type: ${contentType}\r\n\r\n`),
+    randomBytes(2048),
+    Buffer.from(`\r\n--${boundary}--\r\n`),
+  ])
+  const url = new URL(file.upload.url)
+  const uploaded = await ctx.request({ method: 'POST', url: url.pathname + url.search, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` }, payload })
+  assert.equal(uploaded.status, 204, uploaded.body)
+  return file.id
+}

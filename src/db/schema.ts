@@ -109,6 +109,25 @@ export interface KycConnectorConfigsTable {
   updated_at: Timestamp
 }
 
+/** A user's KYC process: its status, what was submitted and what verification produced. */
+export interface KycProcessesTable {
+  organization_id: string
+  user_id: string
+  /** Process code: `phone`, `self-categorization-statement`, … */
+  code: string
+  status: string
+  model: string
+  /** How identity or proof of address was submitted: `document-submission`, `electronic-verification`. */
+  type: ColumnType<string | null, string | null | undefined, string | null>
+  input: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>
+  output: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>
+  state: Json<Record<string, unknown>>
+  /** The verified value (e.g. an E.164 phone number) that no other user of the organization may verify. */
+  verified_key: ColumnType<string | null, string | null | undefined, string | null>
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
 /** One integration as stored: `apiKey` and `sharedSecretKey` are sealed texts, never the secrets. */
 export interface StoredIntegration {
   name: string
@@ -152,6 +171,7 @@ export interface Database {
   asset_cooldown_skips: AssetCooldownSkipsTable
   outbox_events: OutboxEventsTable
   kyc_connector_configs: KycConnectorConfigsTable
+  kyc_processes: KycProcessesTable
   files: FilesTable
   terms_of_service_acceptances: TermsOfServiceAcceptancesTable
 }
@@ -169,4 +189,5 @@ export type IdempotencyKeyRow = Selectable<IdempotencyKeysTable>
 export type Generatedless<T> = T extends Generated<infer U> ? U : T
 export type OutboxEventRow = Selectable<OutboxEventsTable>
 export type KycConnectorConfigRow = Selectable<KycConnectorConfigsTable>
+export type KycProcessRow = Selectable<KycProcessesTable>
 export type FileRow = Selectable<FilesTable>

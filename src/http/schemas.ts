@@ -71,6 +71,7 @@ const errorDescriptions: Record<number, string> = {
   415: 'The request content type is not supported.',
   429: 'Too many requests; retry after the number of seconds in `Retry-After`.',
   500: 'An unexpected error; report the request id.',
+  503: 'A provider the operation relies on is unavailable; retry after the number of seconds in `Retry-After`.',
 }
 
 /** Error responses of an operation, each with the error envelope. */

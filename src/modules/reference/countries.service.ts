@@ -108,6 +108,8 @@ export class CountriesService {
   private readonly jsonByCode: ReadonlyMap<string, string>
   /** Countries and subdivisions whose residents may not be served. */
   private readonly closedResidences: ReadonlySet<string>
+  private readonly scopesByCountry: ReadonlyMap<string, ReadonlySet<string>>
+  private readonly subdivisionCodes: ReadonlySet<string>
 
   constructor(definitions: readonly CountryDefinition[], policy: CountryRestrictionsFile) {
     checkCatalogue(definitions)
@@ -115,6 +117,8 @@ export class CountriesService {
     this.listJson = JSON.stringify({ countries })
     this.jsonByCode = new Map(countries.map((country) => [country.code, JSON.stringify({ country })]))
     const closed = (entry: { restrictions: readonly { scope: string }[] }) => entry.restrictions.some((r) => r.scope === 'residence')
+    this.scopesByCountry = new Map(countries.map((c) => [c.code, new Set(c.restrictions.map((r) => r.scope))]))
+    this.subdivisionCodes = new Set(countries.flatMap((c) => c.subdivisions.map((s) => s.code)))
     this.closedResidences = new Set([
       ...countries.filter(closed).map((c) => c.code),
       ...countries.flatMap((c) => c.subdivisions.filter(closed).map((s) => s.code)),
@@ -124,6 +128,16 @@ export class CountriesService {
   /** Whether people living there may not be served, by the restrictions this deployment applies. */
   closedToResidents(residence: { country: string; subdivision?: string }): boolean {
     return this.closedResidences.has(residence.country) || (residence.subdivision !== undefined && this.closedResidences.has(residence.subdivision))
+  }
+
+  /** Whether the country is in the catalogue and, for `scope`, not restricted (e.g. `phone`, `citizenship`). */
+  supports(code: string, scope?: CountryRestrictionScope): boolean {
+    const scopes = this.scopesByCountry.get(code)
+    return scopes !== undefined && (scope === undefined || !scopes.has(scope))
+  }
+
+  hasSubdivision(code: string): boolean {
+    return this.subdivisionCodes.has(code)
   }
 
   /** `{"countries": […]}`, ready to send. */

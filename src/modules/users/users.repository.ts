@@ -25,3 +25,23 @@ export async function markUserDeleted(db: Executor, organizationId: string, id: 
     .executeTakeFirst()
   return Number(result.numUpdatedRows) > 0
 }
+
+export async function updateDeclared(
+  db: Executor,
+  organizationId: string,
+  id: string,
+  values: { email?: string; email_key?: string; profile?: string; updated_at: Date },
+): Promise<void> {
+  await db.updateTable('users').set(values).where('organization_id', '=', organizationId).where('id', '=', id).where('deleted_at', 'is', null).execute()
+}
+
+export function lockActiveUser(db: Executor, organizationId: string, id: string): Promise<UserRow | undefined> {
+  return db
+    .selectFrom('users')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .forUpdate()
+    .executeTakeFirst()
+}

@@ -20,11 +20,13 @@ export interface UserContext {
   city?: string
 }
 
-interface Profile {
+export interface Profile {
   termsOfService?: string
   fullName?: string
   birthdate?: string
+  birthplace?: { country: string; town: string }
   primaryCitizenship?: string
+  otherCitizenships?: string[]
   citizenshipCountry?: string
   address?: { country: string; subdivision?: string; city?: string; line1?: string; line2?: string; postalCode?: string }
   phone?: { number: string; country: string }
@@ -192,6 +194,43 @@ export class UsersService {
   async metadataOwner(principal: Principal, entityId: string): Promise<string | null> {
     if (principal.userId === null) return null
     return entityId === 'me' || entityId.toLowerCase() === principal.userId ? principal.userId : null
+  }
+
+  /** What an active user declared (email and profile), as KYC processes read it; null when there is no such user. */
+  async declared(organizationId: string, userId: string): Promise<{ type: 'individual' | 'business'; email: string; profile: Profile } | null> {
+    const row = await this.findActive(organizationId, userId)
+    return row ? { type: row.type, email: row.email, profile: row.profile as Profile } : null
+  }
+
+  /**
+   * Changes what a user declared, in the caller's transaction (a KYC update), and announces it; call `forget`
+   * once that transaction committed. Throws 409 `email_already_exists` when another user has the email.
+   */
+  async changeDeclared(
+    tx: Executor,
+    organizationId: string,
+    userId: string,
+    change: { email?: string; profile?: (current: Profile) => Profile },
+  ): Promise<void> {
+    const row = await repository.lockActiveUser(tx, organizationId, userId)
+    if (!row) throw notFound('user')
+    try {
+      await repository.updateDeclared(tx, organizationId, userId, {
+        ...(change.email === undefined ? {} : { email: change.email, email_key: change.email.toLowerCase() }),
+        ...(change.profile === undefined ? {} : { profile: JSON.stringify(change.profile(row.profile as Profile)) }),
+        updated_at: new Date(),
+      })
+    } catch (error) {
+      if (isUniqueViolation(error, 'users_email_unique')) {
+        throw conflict('email_already_exists', 'The provided email is already in use by another user')
+      }
+      throw error
+    }
+    await this.changes.announce(tx, cacheKey(organizationId, userId))
+  }
+
+  forget(organizationId: string, userId: string): void {
+    this.changes.evictLocally(cacheKey(organizationId, userId))
   }
 
   /** The type of an active user of the organization, for resolving `X-On-Behalf-Of`. */
