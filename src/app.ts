@@ -26,6 +26,10 @@ import { healthRoutes } from './modules/health/health.routes.ts'
 import { kycConnectorRoutes } from './modules/kyc-connector/kyc-connector.routes.ts'
 import { KycConnectorService } from './modules/kyc-connector/kyc-connector.service.ts'
 import { kycRoutes } from './modules/kyc/kyc.routes.ts'
+import { KYC_PROCESSES } from './modules/kyc/kyc.machine.ts'
+import { capabilitiesRoutes } from './modules/capabilities/capabilities.routes.ts'
+import { CapabilitiesFile } from './modules/capabilities/capabilities.schemas.ts'
+import { CapabilitiesService, capabilitySourcesOf } from './modules/capabilities/capabilities.service.ts'
 import { KycService } from './modules/kyc/kyc.service.ts'
 import { metadataRoutes } from './modules/metadata/metadata.routes.ts'
 import { MetadataService } from './modules/metadata/metadata.service.ts'
@@ -76,6 +80,7 @@ export interface Services {
   rates: RatesService
   kycConnector: KycConnectorService
   kyc: KycService
+  capabilities: CapabilitiesService
   files: FilesService
   termsOfService: TermsOfServiceService
 }
@@ -160,14 +165,6 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   const assetCatalogue = new AssetCatalogue(loadReferenceData<AssetsFile>('assets.json', AssetsFile, config.referenceDataDir))
   // The only feed so far; config.ts makes production choose it explicitly (PRICE_FEED=simulated).
   const rates = new RatesService({ catalogue: assetCatalogue, feed: new SandboxPriceFeed(SANDBOX_PRICE_SEED, assetCatalogue.fiatCodes()), db: database.db })
-  const assets = new AssetsService({
-    catalogue: assetCatalogue,
-    rates,
-    db: database.db,
-    publicUrl: config.publicUrl,
-    users: userDirectoryOf(users),
-    residences: countries,
-  })
   const metadata = new MetadataService(database.db)
   metadata.registerEntity('users', (principal, entityId) => users.metadataOwner(principal, entityId))
   const kycConnector = new KycConnectorService({ db: database.db, sealer: new Sealer(deps.secrets.sealingKey), providers: config.kycConnectorProviders })
@@ -191,6 +188,19 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   users.onCreate((tx, user, at) =>
     termsOfService.recordAtCreation(tx, { organizationId: user.organizationId, userId: user.id, code: user.termsOfService, at, context: { ...user.context } }),
   )
+  const capabilities = new CapabilitiesService(
+    loadReferenceData<CapabilitiesFile>('capabilities.json', CapabilitiesFile, config.referenceDataDir).capabilities,
+    capabilitySourcesOf({ users, kyc, processKeys: KYC_PROCESSES, termsOfService, countries }),
+  )
+  const assets = new AssetsService({
+    catalogue: assetCatalogue,
+    rates,
+    db: database.db,
+    publicUrl: config.publicUrl,
+    users: userDirectoryOf(users),
+    residences: countries,
+    capabilities,
+  })
 
   // Requests still being handled when the app closes finish before the database goes away. A response
   // always emits 'close' (sent, or its connection dropped), unlike Fastify's onResponse.
@@ -248,6 +258,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await app.register(kycRoutes(kyc))
   await app.register(filesRoutes(files))
   await app.register(termsOfServiceRoutes(termsOfService))
+  await app.register(capabilitiesRoutes(capabilities))
 
   // Added last so that it runs once: plugins registered after a root onClose hook inherit it.
   app.addHook('onClose', async () => {
@@ -259,5 +270,5 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   })
 
   await app.ready()
-  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates, kycConnector, files, termsOfService, kyc } }
+  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates, kycConnector, files, termsOfService, kyc, capabilities } }
 }

@@ -323,6 +323,18 @@ ROUTES.push(
   },
 )
 
+// Capabilities: read for the acting user.
+ROUTES.push(
+  ...(['/core/capabilities', '/core/capabilities/trades'] as const).map((url, i) => ({
+    operationId: i === 0 ? 'core.list-capabilities' : 'core.get-capability',
+    method: 'GET' as const,
+    url,
+    scope: 'core.capabilities:read',
+    subjects: ['user:business', 'user:individual'] as Subject[],
+    success: 200,
+  })),
+)
+
 async function putMetadata(ctx: TestContext, token: string, userId: string): Promise<void> {
   const response = await ctx.request({ method: 'PUT', url: '/core/users/me/metadata', headers: bearer(token, userId), payload: { externalId: 'crm-1' } })
   assert.ok(response.status === 201 || response.status === 200, response.body)

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { activeCooldowns, featuresFor, type CooldownRule, type RestrictionRule } from './asset-rules.ts'
+import { activeCooldowns, featuresFor, featuresWithoutCapability, type CooldownRule, type RestrictionRule } from './asset-rules.ts'
 
 const ALL = ['buy', 'deposit', 'sell', 'transfer', 'withdraw'] as const
 const btc = { code: 'BTC', type: 'crypto' as const, features: [...ALL] }
@@ -33,5 +33,14 @@ describe('asset rules', () => {
     assert.deepEqual(activeCooldowns(gbp, gb, cooldownRules, hoursLater(1)), [])
     assert.deepEqual(activeCooldowns(btc, { ...gb, residence: { country: 'DE' } }, cooldownRules, hoursLater(1)), [])
     assert.deepEqual(activeCooldowns(btc, { ...gb, cooldownsSkippedAt: hoursLater(0.5) }, cooldownRules, hoursLater(1)), [])
+  })
+
+  test('features whose capability is restricted for the user are left out, by asset type', () => {
+    const enabled = new Set(['trades', 'sends', 'crypto-deposits', 'bank-withdrawals'])
+    assert.deepEqual(featuresWithoutCapability(btc, enabled), ['withdraw'])
+    assert.deepEqual(featuresWithoutCapability(gbp, enabled), ['deposit'])
+    assert.deepEqual(featuresFor(btc, { country: 'FR' }, restrictions, [], enabled), ['buy', 'sell', 'transfer'])
+    assert.deepEqual(featuresFor(btc, { country: 'DE' }, [], [], new Set()), [], 'every capability restricted')
+    assert.deepEqual(featuresFor(btc, { country: 'DE' }, [], [], null), [...ALL], 'capabilities not known: no narrowing by them')
   })
 })

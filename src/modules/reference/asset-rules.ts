@@ -30,6 +30,19 @@ export interface UserStanding {
   since: Date
   /** When the sandbox test helper last skipped the user's cooldowns. */
   cooldownsSkippedAt: Date | null
+  /** The capabilities not restricted for the user (see the capabilities module); null when not known. */
+  enabledCapabilities: ReadonlySet<string> | null
+}
+
+/** The capability each feature of an asset stands on, by asset type. */
+const FEATURE_CAPABILITY: Record<AssetType, Record<AssetFeature, string>> = {
+  crypto: { buy: 'trades', sell: 'trades', transfer: 'sends', deposit: 'crypto-deposits', withdraw: 'crypto-withdrawals' },
+  fiat: { buy: 'trades', sell: 'trades', transfer: 'sends', deposit: 'bank-deposits', withdraw: 'bank-withdrawals' },
+}
+
+/** The features whose capability is restricted for the user: nothing they submit would make them available. */
+export function featuresWithoutCapability(asset: { type: AssetType; features: readonly AssetFeature[] }, enabled: ReadonlySet<string>): AssetFeature[] {
+  return asset.features.filter((feature) => !enabled.has(FEATURE_CAPABILITY[asset.type][feature]))
 }
 
 export interface Cooldown {
@@ -47,7 +60,10 @@ function covers(scope: Scope, asset: { code: string; type: AssetType }, residenc
 }
 
 /** Cooldowns running now for the user on the asset. A skip ends every cooldown that began before it. */
-export function activeCooldowns(asset: { code: string; type: AssetType }, user: UserStanding, rules: readonly CooldownRule[], now: Date): Cooldown[] {
+export function activeCooldowns(
+  asset: { code: string; type: AssetType },
+  user: Pick<UserStanding, 'residence' | 'since' | 'cooldownsSkippedAt'>,
+  rules: readonly CooldownRule[], now: Date): Cooldown[] {
   if (user.cooldownsSkippedAt !== null && user.cooldownsSkippedAt >= user.since) return []
   return rules
     .filter((rule) => covers(rule, asset, user.residence))
@@ -62,8 +78,9 @@ export function featuresFor(
   residence: Residence | null,
   restrictions: readonly RestrictionRule[],
   cooldowns: readonly Cooldown[],
+  enabledCapabilities: ReadonlySet<string> | null = null,
 ): AssetFeature[] {
-  const removed = new Set<AssetFeature>()
+  const removed = new Set<AssetFeature>(enabledCapabilities === null ? [] : featuresWithoutCapability(asset, enabledCapabilities))
   for (const rule of restrictions) if (covers(rule, asset, residence)) for (const feature of rule.features) removed.add(feature)
   for (const cooldown of cooldowns) for (const feature of cooldown.features) removed.add(feature)
   return asset.features.filter((feature) => !removed.has(feature))

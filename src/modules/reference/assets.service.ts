@@ -85,6 +85,8 @@ export interface AssetsServiceDeps {
   users?: UserDirectory
   /** Where residents may not be served at all (the countries' residence restrictions). */
   residences?: { closedToResidents(residence: Residence): boolean }
+  /** The capabilities not restricted for the acting user: a feature whose capability is restricted is left out. */
+  capabilities?: { enabledFor(principal: Principal): Promise<ReadonlySet<string>> }
   now?: () => Date
 }
 
@@ -112,6 +114,7 @@ export class AssetsService {
   private readonly publicUrl: string
   private readonly users: UserDirectory
   private readonly residences: { closedToResidents(residence: Residence): boolean }
+  private readonly capabilities: AssetsServiceDeps['capabilities'] | null
   private readonly now: () => Date
 
   constructor(deps: AssetsServiceDeps) {
@@ -121,6 +124,7 @@ export class AssetsService {
     this.publicUrl = deps.publicUrl
     this.users = deps.users ?? NO_USER_DIRECTORY
     this.residences = deps.residences ?? { closedToResidents: () => false }
+    this.capabilities = deps.capabilities ?? null
     this.now = deps.now ?? (() => new Date())
   }
 
@@ -132,13 +136,16 @@ export class AssetsService {
     if (principal.userId === null) return null
     const user = await this.users.standing(principal)
     if (!user) return null
-    const skip = await this.db
-      .selectFrom('asset_cooldown_skips')
-      .select('skipped_at')
-      .where('organization_id', '=', principal.organizationId)
-      .where('user_id', '=', principal.userId)
-      .executeTakeFirst()
-    return { ...user, cooldownsSkippedAt: skip?.skipped_at ?? null }
+    const [skip, enabledCapabilities] = await Promise.all([
+      this.db
+        .selectFrom('asset_cooldown_skips')
+        .select('skipped_at')
+        .where('organization_id', '=', principal.organizationId)
+        .where('user_id', '=', principal.userId)
+        .executeTakeFirst(),
+      this.capabilities ? this.capabilities.enabledFor(principal) : null,
+    ])
+    return { ...user, cooldownsSkippedAt: skip?.skipped_at ?? null, enabledCapabilities }
   }
 
   private present(definition: AssetDefinition, user: UserStanding | null, now: Date): Asset {
@@ -149,7 +156,7 @@ export class AssetsService {
         ? [...definition.features]
         : user.residence !== null && this.residences.closedToResidents(user.residence)
           ? []
-          : featuresFor(definition, user.residence, this.catalogue.file.restrictions, cooldowns)
+          : featuresFor(definition, user.residence, this.catalogue.file.restrictions, cooldowns, user.enabledCapabilities)
     return { code, name, type, ...(symbol ? { symbol } : {}), decimals, delisted, logo: this.logoUrl(code), features, cooldowns }
   }
 
