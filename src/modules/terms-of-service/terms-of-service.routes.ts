@@ -1,4 +1,3 @@
-import type { IncomingHttpHeaders } from 'node:http'
 import { described, errorResponses } from '../../http/schemas.ts'
 import { principalOf, type App } from '../../http/types.ts'
 import {
@@ -10,22 +9,12 @@ import {
   TermsOfServiceHeaders,
   TermsOfServiceParams,
 } from './terms-of-service.schemas.ts'
-import type { AcceptanceContext, TermsOfServiceService } from './terms-of-service.service.ts'
+import type { TermsOfServiceService } from './terms-of-service.service.ts'
+import { userContextOf } from '../../http/user-context.ts'
 
 const tags = ['Terms of service']
 const READ = { scopes: ['core.terms-of-service:read'], subjects: ['client', 'user:business', 'user:individual'] } as const
 
-function contextOf(headers: IncomingHttpHeaders): AcceptanceContext {
-  const read = (name: string) => (typeof headers[name] === 'string' ? (headers[name] as string) : undefined)
-  return {
-    ip: read('x-service-user-ip'),
-    agent: read('x-service-user-agent'),
-    origin: read('x-service-user-origin'),
-    country: read('x-service-user-country'),
-    subdivision: read('x-service-user-subdivision'),
-    city: read('x-service-user-city'),
-  }
-}
 
 export function termsOfServiceRoutes(terms: TermsOfServiceService) {
   return async function routes(app: App): Promise<void> {
@@ -80,7 +69,7 @@ export function termsOfServiceRoutes(terms: TermsOfServiceService) {
         config: { auth: { scopes: ['core.terms-of-service:accept'], subjects: ['user:business', 'user:individual'] } },
       },
       async (request, reply) => {
-        const accepted = await terms.accept(principalOf(request), request.params.termsOfService, contextOf(request.headers))
+        const accepted = await terms.accept(principalOf(request), request.params.termsOfService, userContextOf(request.headers))
         return reply.status(201).send({ termsOfService: accepted })
       },
     )

@@ -5,6 +5,7 @@ import { recordEvent } from '../events/outbox.ts'
 import * as repository from './terms-of-service.repository.ts'
 import { checkApplicable, checkCatalogue, matchesFilters, type Acceptor } from './terms-of-service.rules.ts'
 import type { ListTermsOfServiceQuery, TermsOfService, TermsOfServiceDefinition } from './terms-of-service.schemas.ts'
+import type { UserContext } from '../../http/user-context.ts'
 
 export const TERMS_OF_SERVICE_ACCEPTED_EVENT = 'core.terms-of-service.accepted'
 
@@ -14,7 +15,7 @@ export interface AcceptorDirectory {
 }
 
 /** The end-user context headers (`X-Service-User-*`) of the accepting request. */
-export type AcceptanceContext = Record<string, string | undefined>
+export type AcceptanceContext = UserContext
 
 function present(terms: TermsOfServiceDefinition, acceptedAt?: Date): TermsOfService {
   return {

@@ -1,4 +1,3 @@
-import type { IncomingHttpHeaders } from 'node:http'
 import Type from 'typebox'
 import { REPLAYED_RESPONSE_HEADER } from '../../http/idempotency.ts'
 import { ActingRequestHeaders, described, errorResponses } from '../../http/schemas.ts'
@@ -10,19 +9,9 @@ import {
   GetUserResponse,
   UserRequestHeaders,
 } from './users.schemas.ts'
-import type { UserContext, UsersService } from './users.service.ts'
+import type { UsersService } from './users.service.ts'
+import { userContextOf } from '../../http/user-context.ts'
 
-function userContextOf(headers: IncomingHttpHeaders): UserContext {
-  const read = (name: string) => (typeof headers[name] === 'string' ? (headers[name] as string) : undefined)
-  return {
-    ip: read('x-service-user-ip'),
-    agent: read('x-service-user-agent'),
-    origin: read('x-service-user-origin'),
-    country: read('x-service-user-country'),
-    subdivision: read('x-service-user-subdivision'),
-    city: read('x-service-user-city'),
-  }
-}
 
 export function usersRoutes(users: UsersService) {
   return async function routes(app: App): Promise<void> {

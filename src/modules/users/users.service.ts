@@ -9,16 +9,9 @@ import { attachInitialMetadata } from '../metadata/metadata.service.ts'
 import * as repository from './users.repository.ts'
 import { checkBirthdate, checkPastTimestamp } from './users.rules.ts'
 import type { CreateUserBody, DeleteUserBody, User } from './users.schemas.ts'
+import type { UserContext } from '../../http/user-context.ts'
 
 /** The end-user context headers (`X-Service-User-*`) of a request. */
-export interface UserContext {
-  ip?: string
-  agent?: string
-  origin?: string
-  country?: string
-  subdivision?: string
-  city?: string
-}
 
 export interface Profile {
   termsOfService?: string
