@@ -11,15 +11,19 @@ import { errorHandler, notFoundHandler } from './http/error-handler.ts'
 import { registerIdempotency } from './http/idempotency.ts'
 import { registerMetrics } from './http/metrics.ts'
 import { REQUEST_ID_HEADER, registerOpenApi } from './http/openapi.ts'
+import type { Principal } from './http/principal.ts'
 import type { App } from './http/types.ts'
 import type { SandboxSecrets } from './lib/data-dir.ts'
 import { Sealer } from './lib/sealing.ts'
+import { accountsRoutes } from './modules/accounts/accounts.routes.ts'
+import { AccountsService } from './modules/accounts/accounts.service.ts'
 import { authRoutes } from './modules/auth/auth.routes.ts'
 import { AuthService } from './modules/auth/auth.service.ts'
 import { ClientsService } from './modules/auth/clients.service.ts'
 import { ScopeCatalogue } from './modules/auth/scopes.ts'
 import { TokenSigner } from './modules/auth/tokens.ts'
 import { healthRoutes } from './modules/health/health.routes.ts'
+import { LedgerService } from './modules/ledger/ledger.service.ts'
 import { kycConnectorRoutes } from './modules/kyc-connector/kyc-connector.routes.ts'
 import { KycConnectorService } from './modules/kyc-connector/kyc-connector.service.ts'
 import { metadataRoutes } from './modules/metadata/metadata.routes.ts'
@@ -64,6 +68,8 @@ export interface Services {
   assets: AssetsService
   rates: RatesService
   kycConnector: KycConnectorService
+  ledger: LedgerService
+  accounts: AccountsService
 }
 
 function createAjv(options: AjvOptions): Ajv {
@@ -142,6 +148,14 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   })
   const metadata = new MetadataService(database.db)
   metadata.registerEntity('users', (principal, entityId) => users.metadataOwner(principal, entityId))
+  const ledger = new LedgerService({ db: database.db, assets: { decimalsOf: (code) => assetCatalogue.find(code)?.decimals } })
+  // A user may hold an asset that is listed and offers them at least one feature (where they live, now).
+  const mayHold = async (principal: Principal, code: string) => {
+    const asset = await assets.get(principal, code)
+    return !asset.delisted && asset.features.length > 0
+  }
+  const accounts = new AccountsService({ db: database.db, ledger, assets: { mayHold } })
+  metadata.registerEntity('accounts', (principal, entityId) => accounts.metadataOwner(principal, entityId))
   const kycConnector = new KycConnectorService({ db: database.db, sealer: new Sealer(deps.secrets.sealingKey), providers: config.kycConnectorProviders })
 
   // Requests still being handled when the app closes finish before the database goes away. A response
@@ -197,6 +211,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await app.register(railsRoutes(rails))
   await app.register(countriesRoutes(countries))
   await app.register(kycConnectorRoutes(kycConnector))
+  await app.register(accountsRoutes(accounts, config.publicUrl))
 
   // Added last so that it runs once: plugins registered after a root onClose hook inherit it.
   app.addHook('onClose', async () => {
@@ -208,5 +223,5 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   })
 
   await app.ready()
-  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates, kycConnector } }
+  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates, kycConnector, ledger, accounts } }
 }

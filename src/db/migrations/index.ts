@@ -4,6 +4,7 @@ import * as m0002 from './0002_metadata_text_and_idempotency.ts'
 import * as m0003 from './0003_assets_and_prices.ts'
 import * as m0004 from './0004_outbox.ts'
 import * as m0006 from './0006_kyc_connector.ts'
+import * as m0008 from './0008_ledger_and_accounts.ts'
 
 /** Numbered, forward-only migrations; append new ones, never edit an applied one. */
 const migrations: Record<string, Migration> = {
@@ -12,6 +13,7 @@ const migrations: Record<string, Migration> = {
   '0003_assets_and_prices': m0003,
   '0004_outbox': m0004,
   '0006_kyc_connector': m0006,
+  '0008_ledger_and_accounts': m0008,
 }
 
 export const migrationProvider: MigrationProvider = {
