@@ -65,6 +65,9 @@ export function findAccounts(db: Executor, organizationId: string, ids: readonly
 /**
  * Locks the accounts' rows for the rest of the transaction, in id order. Every movement locks through here, so
  * any two movements request their common rows in the same order and cannot wait on each other in a cycle.
+ * `FOR NO KEY UPDATE` (what an UPDATE of the balances takes anyway), not `FOR UPDATE`: the key-share locks
+ * that inserting holds and entries take on their account through the foreign keys must not conflict with it,
+ * or two movements that each inserted a row before locking would wait on each other.
  */
 export function lockAccounts(tx: Tx, organizationId: string, orderedIds: readonly string[]): Promise<LedgerAccountRow[]> {
   return tx
@@ -73,7 +76,7 @@ export function lockAccounts(tx: Tx, organizationId: string, orderedIds: readonl
     .where('organization_id', '=', organizationId)
     .where('id', 'in', orderedIds)
     .orderBy('id')
-    .forUpdate()
+    .forNoKeyUpdate()
     .execute()
 }
 

@@ -214,7 +214,7 @@ export class LedgerService {
   }
 
   /** Moves an amount from one account to another of the same asset. */
-  transfer(input: TransferInput, options: InTransaction = {}): Promise<Posting> {
+  async transfer(input: TransferInput, options: InTransaction = {}): Promise<Posting> {
     if (input.from === input.to) throw conflict('operation_not_allowed', 'The origin and the destination are the same account')
     const { from, to, amount, ...rest } = input
     return this.post({ ...rest, legs: [{ accountId: from, amount: `-${amount}` }, { accountId: to, amount }] }, options)
