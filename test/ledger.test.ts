@@ -153,6 +153,20 @@ for (const engine of ENGINES) {
       assert.deepEqual(await ledger().check(), [])
     })
 
+    test('the database itself refuses a negative available balance or a total below it', async () => {
+      const [alice] = await openAccounts(suite.ctx, 1)
+      await ledger().transfer({ organizationId: org(), type: 'deposit', from: await clearing(), to: alice!, amount: '1' })
+      const db = suite.ctx.database.db
+      await assert.rejects(sql`update ledger_accounts set available = -1, total = -1 where id = ${alice}`.execute(db), /ledger_accounts_available_not_negative/)
+      await assert.rejects(sql`update ledger_accounts set available = 2 where id = ${alice}`.execute(db), /ledger_accounts_total_covers_available/)
+      await assert.rejects(
+        sql`insert into ledger_holds (organization_id, id, account_id, asset, amount, status, request_hash, created_at, updated_at)
+          values (${org()}, ${uuidv7()}, ${alice}, 'BTC', 0, 'open', '', now(), now())`.execute(db),
+        /ledger_holds_amount_positive/,
+      )
+      assert.deepEqual(await balanceOf(suite.ctx, alice!), { total: '1', available: '1' })
+    })
+
     test('another organization cannot move, hold or read money of accounts it does not own', async () => {
       const [alice] = await openAccounts(suite.ctx, 1)
       await ledger().transfer({ organizationId: org(), type: 'deposit', from: await clearing(), to: alice!, amount: '1' })

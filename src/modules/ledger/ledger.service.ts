@@ -399,6 +399,16 @@ export class LedgerService {
   }
 }
 
+/**
+ * Checks the invariants over the whole database: every transaction sums to zero per asset, every entry is in its
+ * account's asset, every total equals the sum of its entries, every available balance equals the total less the
+ * open holds, and no account that may not go negative is. Needs no service: the command line runs it directly.
+ */
+export async function checkLedger(executor: Executor): Promise<{ violations: repository.Violation[]; checked: { accounts: number; transactions: number; entries: number } }> {
+  const violations = await repository.findViolations(executor)
+  return { violations, checked: await repository.ledgerSize(executor) }
+}
+
 function balanceOf(row: LedgerAccountRow, balance: { total: string; available: string; updated_at: Date }): AccountBalance {
   return {
     organizationId: row.organization_id,
