@@ -133,11 +133,6 @@ export class AccountsService {
     return row?.id ?? null
   }
 
-  /** An active account of the acting user, for other modules that move money from or to it. */
-  async owned(principal: Principal, accountId: string): Promise<Account> {
-    return this.get(principal, accountId)
-  }
-
   private async withBalances(organizationId: string, rows: readonly AccountRow[]): Promise<Account[]> {
     const balances = await this.ledger.balances(this.db, organizationId, rows.map((row) => row.id))
     return rows.map((row) => present(row, balances.get(row.id)))

@@ -80,13 +80,15 @@ export function lockAccounts(tx: Tx, organizationId: string, orderedIds: readonl
     .execute()
 }
 
-export async function setBalance(tx: Tx, organizationId: string, id: string, balance: { total: string; available: string }, at: Date): Promise<void> {
-  await tx
-    .updateTable('ledger_accounts')
-    .set({ total: balance.total, available: balance.available, updated_at: at })
-    .where('organization_id', '=', organizationId)
-    .where('id', '=', id)
-    .execute()
+/** Writes the new balances of locked accounts in one statement. */
+export async function setBalances(tx: Tx, organizationId: string, balances: readonly { id: string; total: string; available: string }[], at: Date): Promise<void> {
+  if (balances.length === 0) return
+  const rows = sql.join(balances.map((b) => sql`(${b.id}::uuid, ${b.total}::numeric, ${b.available}::numeric)`))
+  await sql`
+    update ledger_accounts as a
+    set total = v.total, available = v.available, updated_at = ${at}
+    from (values ${rows}) as v(id, total, available)
+    where a.organization_id = ${organizationId} and a.id = v.id`.execute(tx)
 }
 
 export async function closeAccount(tx: Tx, organizationId: string, id: string, at: Date): Promise<void> {

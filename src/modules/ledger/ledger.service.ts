@@ -392,7 +392,7 @@ export class LedgerService {
       const balance = applyDelta({ id, total: new BigNumber(row.total), available: new BigNumber(row.available), mayGoNegative: row.may_go_negative }, deltas.get(id)!)
       return { row, total: balance.total.toFixed(), available: balance.available.toFixed() }
     })
-    for (const { row, total, available } of next) await repository.setBalance(tx, organizationId, row.id, { total, available }, at)
+    await repository.setBalances(tx, organizationId, next.map(({ row, total, available }) => ({ id: row.id, total, available })), at)
     const changed = next.filter(({ row }) => row.system_code === null).map(({ row, total, available }) => balanceOf(row, { total, available, updated_at: at }))
     if (changed.length === 0) return
     for (const listener of this.listeners) await listener(tx, changed)
