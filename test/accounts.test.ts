@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { eventsAbout } from '../src/modules/events/outbox.ts'
-import { bearer, ENGINES, PUBLIC_URL, useApp, type TestResponse } from './helpers.ts'
+import { bearer, ENGINES, individualUser, PUBLIC_URL, useApp, type TestResponse } from './helpers.ts'
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const UNKNOWN_ID = '0190a8c1-0000-7000-8000-000000000000'
@@ -109,6 +109,12 @@ for (const engine of ENGINES) {
         assert.deepEqual(assertError(await create(userId, { label: 'X', asset }), 409, 'asset_not_supported'), { context: 'body', property: 'asset' })
       }
       assert.equal(await accountCount(), before)
+    })
+
+    test('a user living where residents may not be served may hold no asset', async () => {
+      const userId = (await suite.ctx.createUser(suite.token, individualUser({ address: { country: 'CU' } }))).id
+      assertError(await create(userId, { label: 'X', asset: 'EUR' }), 409, 'asset_not_supported')
+      assert.deepEqual((await list(userId)).json<{ accounts: unknown[] }>().accounts, [])
     })
 
     test('malformed bodies are 400 request_invalid naming the property, and create nothing', async () => {
