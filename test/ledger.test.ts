@@ -94,7 +94,7 @@ for (const engine of ENGINES) {
       assert.deepEqual(await balanceOf(suite.ctx, alice!), { total: '0.3', available: '0.3' })
       // Different assets on the two sides never balance.
       const [btc] = await openAccounts(suite.ctx, 1, 'BTC')
-      await assert.rejects(ledger().transfer({ organizationId: org(), type: 'transfer', from: alice!, to: btc!, amount: '0.1' }), /does not balance/)
+      await assert.rejects(ledger().transfer({ organizationId: org(), type: 'transfer', from: alice!, to: btc!, amount: '0.1' }), rejectsWith('operation_not_allowed'))
       await assert.rejects(ledger().transfer({ organizationId: org(), type: 'transfer', from: alice!, to: alice!, amount: '0.1' }), rejectsWith('operation_not_allowed'))
       await assert.rejects(ledger().transfer({ organizationId: org(), type: 'transfer', from: alice!, to: uuidv7(), amount: '0.1' }), rejectsWith('entity_not_found'))
       assert.deepEqual(await balanceOf(suite.ctx, alice!), { total: '0.3', available: '0.3' })

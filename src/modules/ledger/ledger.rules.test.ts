@@ -40,8 +40,8 @@ test('a posting balances per asset or is refused', () => {
     { accountId: 'c', asset: 'EUR', amount: n('-5') },
     { accountId: 'd', asset: 'EUR', amount: n('5') },
   ])
-  assert.throws(() => checkBalanced([{ accountId: 'a', asset: 'BTC', amount: n('-1') }, { accountId: 'b', asset: 'EUR', amount: n('1') }]), /does not balance/)
-  assert.throws(() => checkBalanced([{ accountId: 'a', asset: 'BTC', amount: n('-1') }, { accountId: 'b', asset: 'BTC', amount: n('0.99999999') }]), /does not balance/)
+  assertApiError(() => checkBalanced([{ accountId: 'a', asset: 'BTC', amount: n('-1') }, { accountId: 'b', asset: 'EUR', amount: n('1') }]), 'operation_not_allowed')
+  assert.throws(() => checkBalanced([{ accountId: 'a', asset: 'BTC', amount: n('-1') }, { accountId: 'b', asset: 'BTC', amount: n('0.99999999') }]), /does not balance in BTC/)
   assert.throws(() => checkBalanced([{ accountId: 'a', asset: 'BTC', amount: n('0') }, { accountId: 'b', asset: 'BTC', amount: n('0') }]), /zero/)
   assert.throws(() => checkBalanced([{ accountId: 'a', asset: 'BTC', amount: n('1') }]), /two legs/)
 })

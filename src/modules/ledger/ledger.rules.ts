@@ -39,7 +39,10 @@ export interface Leg {
   amount: BigNumber
 }
 
-/** Throws unless the legs sum to zero in every asset; a posting that creates or destroys money is a bug. */
+/**
+ * Throws unless the legs sum to zero in every asset: a posting never creates or destroys money. Refused as a
+ * conflict rather than a crash, since callers may pass accounts chosen by a user (two accounts of different assets).
+ */
 export function checkBalanced(legs: readonly Leg[]): void {
   if (legs.length < 2) throw new Error('A posting needs at least two legs')
   const sums = new Map<string, BigNumber>()
@@ -48,7 +51,9 @@ export function checkBalanced(legs: readonly Leg[]): void {
     sums.set(leg.asset, (sums.get(leg.asset) ?? new BigNumber(0)).plus(leg.amount))
   }
   for (const [asset, sum] of sums) {
-    if (!sum.isZero()) throw new Error(`The posting does not balance in ${asset}: its legs sum to ${sum.toFixed()}`)
+    if (!sum.isZero()) {
+      throw new ApiError(409, 'operation_not_allowed', `The movement does not balance in ${asset}: its legs sum to ${sum.toFixed()}`, { reasons: ['unbalanced-movement'] })
+    }
   }
 }
 
