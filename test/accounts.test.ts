@@ -232,6 +232,10 @@ for (const engine of ENGINES) {
       assert.deepEqual((recorded[2]!.data as { account: Account }).account.balance, { total: '0.0015', available: '0.001' })
       await suite.ctx.services.ledger.releaseHold({ organizationId: suite.ctx.client.organizationId, holdId: hold.id })
       assert.deepEqual((await list(userId)).json<{ accounts: Account[] }>().accounts[0]!.balance, { total: '0.0015', available: '0.0015' })
+      // A refused movement records nothing.
+      const recordedBefore = (await events(account)).length
+      await assert.rejects(suite.ctx.services.ledger.placeHold({ organizationId: suite.ctx.client.organizationId, accountId: account.id, amount: '1' }), { code: 'insufficient_balance' })
+      assert.equal((await events(account)).length, recordedBefore)
     })
 
     test('archiving: refused with a balance or a movement in flight, then 204, core.account.archived, and gone', async () => {

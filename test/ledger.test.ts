@@ -167,6 +167,35 @@ for (const engine of ENGINES) {
       assert.deepEqual(await balanceOf(suite.ctx, alice!), { total: '1', available: '1' })
     })
 
+    test('a movement is one database transaction: a failure anywhere in it, or in the caller\'s, leaves nothing', async () => {
+      const [alice, doomed] = await openAccounts(suite.ctx, 2)
+      const rail = await clearing()
+      const db = suite.ctx.database.db
+      const transactions = async () => Number((await sql<{ n: string }>`select count(*)::text as n from ledger_transactions where organization_id = ${org()}`.execute(db)).rows[0]!.n)
+      // A listener (where events are recorded) failing for one account undoes the whole movement.
+      ledger().onBalanceChanged(async (_tx, changed) => {
+        if (changed.some((b) => b.id === doomed)) throw new Error('event store unavailable')
+      })
+      const before = await transactions()
+      await assert.rejects(ledger().transfer({ organizationId: org(), type: 'deposit', from: rail, to: doomed!, amount: '1' }), /event store unavailable/)
+      assert.deepEqual(await balanceOf(suite.ctx, doomed!), { total: '0', available: '0' })
+      assert.equal(await transactions(), before)
+
+      // In the caller's transaction, the posting commits or rolls back with the caller's own work.
+      await assert.rejects(
+        db.transaction().execute(async (tx) => {
+          await ledger().transfer({ organizationId: org(), type: 'deposit', from: rail, to: alice!, amount: '2' }, { tx })
+          throw new Error('the caller changed its mind')
+        }),
+        /changed its mind/,
+      )
+      assert.deepEqual(await balanceOf(suite.ctx, alice!), { total: '0', available: '0' })
+      await db.transaction().execute((tx) => ledger().transfer({ organizationId: org(), type: 'deposit', from: rail, to: alice!, amount: '2' }, { tx }))
+      assert.deepEqual(await balanceOf(suite.ctx, alice!), { total: '2', available: '2' })
+      assert.equal(await transactions(), before + 1)
+      assert.deepEqual(await ledger().check(), [])
+    })
+
     test('another organization cannot move, hold or read money of accounts it does not own', async () => {
       const [alice] = await openAccounts(suite.ctx, 1)
       await ledger().transfer({ organizationId: org(), type: 'deposit', from: await clearing(), to: alice!, amount: '1' })
@@ -196,7 +225,7 @@ for (const engine of ENGINES) {
           const rail = await clearing()
           const fees = await ledger().systemAccount(org(), { kind: 'fees', asset: 'BTC' })
           const model = new Map(accounts.map((id) => [id, { total: new BigNumber(0), available: new BigNumber(0) }]))
-          const holds: { id: string; account: string; amount: BigNumber; status: 'open' | 'released' | 'captured' }[] = []
+          const holds: { id: string; account: string; amount: BigNumber; status: 'open' | 'released' | 'captured'; capturedWith?: string }[] = []
           const expectRefusal = async (work: Promise<unknown>, code: string) => assert.rejects(work, rejectsWith(code))
 
           for (const s of steps) {
@@ -247,7 +276,10 @@ for (const engine of ENGINES) {
                 const destination = accounts[s.to]!
                 const credits = [{ accountId: destination, amount: captured.minus(fee).toFixed() }, ...(fee.isZero() ? [] : [{ accountId: fees, amount: fee.toFixed() }])]
                 const work = ledger().captureHold({ organizationId: org(), holdId: hold.id, type: 'payment', credits })
-                if (hold.status !== 'open' || captured.minus(fee).isZero()) {
+                if (hold.status === 'captured' && hold.capturedWith === JSON.stringify(credits)) {
+                  // The same capture again is a retry: it returns the first posting and changes nothing.
+                  assert.equal((await work).replayed, true)
+                } else if (hold.status !== 'open' || captured.minus(fee).isZero()) {
                   await assert.rejects(work)
                 } else {
                   await work
@@ -257,6 +289,7 @@ for (const engine of ENGINES) {
                   d.total = d.total.plus(captured.minus(fee))
                   d.available = d.available.plus(captured.minus(fee))
                   hold.status = 'captured'
+                  hold.capturedWith = JSON.stringify(credits)
                 }
               }
             }
