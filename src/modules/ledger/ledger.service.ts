@@ -1,7 +1,7 @@
 import BigNumber from 'bignumber.js'
 import type { Db, Executor, LedgerAccountRow, LedgerHoldRow, Tx } from '../../db/schema.ts'
 import { conflict, notFound } from '../../http/errors.ts'
-import { uuidv7 } from '../../lib/ids.ts'
+import { isUuid, uuidv7 } from '../../lib/ids.ts'
 import * as repository from './ledger.repository.ts'
 import {
   applyDelta,
@@ -126,6 +126,12 @@ function referenceReused(): never {
   throw conflict('ledger_reference_reused', 'This reference was already used for a different movement')
 }
 
+/** Ids as stored (lower case); anything that is not a UUID names nothing. */
+function idOf(entity: 'account' | 'hold', id: string): string {
+  if (typeof id !== 'string' || !isUuid(id)) throw notFound(entity, entity === 'account' ? { accountId: id } : {})
+  return id.toLowerCase()
+}
+
 function parseSigned(value: string, decimals: number): BigNumber {
   return value.startsWith('-') ? parseAmount(value.slice(1), decimals).negated() : parseAmount(value, decimals)
 }
@@ -195,12 +201,13 @@ export class LedgerService {
 
   /** Balances of accounts of the organization, by id; unknown ids are left out. */
   async balances(executor: Executor, organizationId: string, ids: readonly string[]): Promise<Map<string, AccountBalance>> {
-    const rows = await repository.findAccounts(executor, organizationId, ids)
+    const rows = await repository.findAccounts(executor, organizationId, ids.filter((id) => isUuid(id)).map((id) => id.toLowerCase()))
     return new Map(rows.map((row) => [row.id, balanceOf(row, row)]))
   }
 
   /** Posts a balanced movement between accounts. */
-  async post(input: PostingInput, options: InTransaction = {}): Promise<Posting> {
+  async post(request: PostingInput, options: InTransaction = {}): Promise<Posting> {
+    const input = { ...request, legs: request.legs.map((leg) => ({ accountId: idOf('account', leg.accountId), amount: leg.amount })) }
     for (const leg of input.legs) parseSigned(leg.amount, Number.MAX_SAFE_INTEGER)
     const requestHash = requestDigest({ type: input.type, legs: input.legs, data: input.data ?? {} })
     return this.within(options.tx, async (tx) => {
@@ -215,13 +222,14 @@ export class LedgerService {
 
   /** Moves an amount from one account to another of the same asset. */
   async transfer(input: TransferInput, options: InTransaction = {}): Promise<Posting> {
-    if (input.from === input.to) throw conflict('operation_not_allowed', 'The origin and the destination are the same account')
+    if (idOf('account', input.from) === idOf('account', input.to)) throw conflict('operation_not_allowed', 'The origin and the destination are the same account')
     const { from, to, amount, ...rest } = input
     return this.post({ ...rest, legs: [{ accountId: from, amount: `-${amount}` }, { accountId: to, amount }] }, options)
   }
 
   /** Sets money aside for a movement in flight: the available balance drops, the total stays. */
-  async placeHold(input: HoldInput, options: InTransaction = {}): Promise<Hold> {
+  async placeHold(request: HoldInput, options: InTransaction = {}): Promise<Hold> {
+    const input = { ...request, accountId: idOf('account', request.accountId) }
     parseAmount(input.amount, Number.MAX_SAFE_INTEGER)
     const requestHash = requestDigest({ accountId: input.accountId, amount: input.amount })
     return this.within(options.tx, async (tx) => {
@@ -241,7 +249,8 @@ export class LedgerService {
   }
 
   /** Gives held money back to the available balance. Releasing a released hold changes nothing. */
-  async releaseHold(input: { organizationId: string; holdId: string }, options: InTransaction = {}): Promise<Hold> {
+  async releaseHold(request: { organizationId: string; holdId: string }, options: InTransaction = {}): Promise<Hold> {
+    const input = { ...request, holdId: idOf('hold', request.holdId) }
     return this.within(options.tx, async (tx) => {
       const at = new Date()
       const released = await repository.settleHold(tx, input.organizationId, input.holdId, 'released', at)
@@ -259,7 +268,8 @@ export class LedgerService {
    * Turns a hold into a posting: the held account is debited by the credits' sum, which may be less than the
    * hold (the rest becomes available again) but not more. A retried capture with the same credits changes nothing.
    */
-  async captureHold(input: CaptureInput, options: InTransaction = {}): Promise<Posting> {
+  async captureHold(request: CaptureInput, options: InTransaction = {}): Promise<Posting> {
+    const input = { ...request, holdId: idOf('hold', request.holdId), credits: request.credits.map((c) => ({ accountId: idOf('account', c.accountId), amount: c.amount })) }
     for (const credit of input.credits) parseAmount(credit.amount, Number.MAX_SAFE_INTEGER)
     if (input.credits.length === 0) throw new Error('A capture needs at least one credit')
     const requestHash = requestDigest({ type: input.type, holdId: input.holdId, credits: input.credits, data: input.data ?? {} })
@@ -287,7 +297,8 @@ export class LedgerService {
    * Closes a user's account for good, in the caller's transaction: refused while it holds money or has
    * movements in flight. Under the account's lock, so that no movement slips in between the check and the close.
    */
-  async close(tx: Tx, organizationId: string, accountId: string, at: Date): Promise<void> {
+  async close(tx: Tx, organizationId: string, id: string, at: Date): Promise<void> {
+    const accountId = idOf('account', id)
     const [row] = await repository.lockAccounts(tx, organizationId, [accountId])
     if (!row) throw notFound('account')
     if (await repository.hasOpenHolds(tx, organizationId, accountId)) {
@@ -298,7 +309,7 @@ export class LedgerService {
   }
 
   async hold(organizationId: string, holdId: string): Promise<Hold> {
-    const row = await repository.findHold(this.db, organizationId, holdId)
+    const row = await repository.findHold(this.db, organizationId, idOf('hold', holdId))
     if (!row) throw notFound('hold')
     return toHold(row, false)
   }
