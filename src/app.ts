@@ -11,9 +11,12 @@ import { errorHandler, notFoundHandler } from './http/error-handler.ts'
 import { registerIdempotency } from './http/idempotency.ts'
 import { registerMetrics } from './http/metrics.ts'
 import { REQUEST_ID_HEADER, registerOpenApi } from './http/openapi.ts'
+import type { Principal } from './http/principal.ts'
 import type { App } from './http/types.ts'
 import type { SandboxSecrets } from './lib/data-dir.ts'
 import { Sealer } from './lib/sealing.ts'
+import { accountsRoutes } from './modules/accounts/accounts.routes.ts'
+import { AccountsService } from './modules/accounts/accounts.service.ts'
 import { authRoutes } from './modules/auth/auth.routes.ts'
 import { AuthService } from './modules/auth/auth.service.ts'
 import { ClientsService } from './modules/auth/clients.service.ts'
@@ -23,6 +26,7 @@ import { filesRoutes } from './modules/files/files.routes.ts'
 import { FilesSettingsFile } from './modules/files/files.schemas.ts'
 import { FilesService } from './modules/files/files.service.ts'
 import { healthRoutes } from './modules/health/health.routes.ts'
+import { LedgerService } from './modules/ledger/ledger.service.ts'
 import { kycConnectorRoutes } from './modules/kyc-connector/kyc-connector.routes.ts'
 import { KycConnectorService } from './modules/kyc-connector/kyc-connector.service.ts'
 import { kycRoutes } from './modules/kyc/kyc.routes.ts'
@@ -83,6 +87,8 @@ export interface Services {
   capabilities: CapabilitiesService
   files: FilesService
   termsOfService: TermsOfServiceService
+  ledger: LedgerService
+  accounts: AccountsService
 }
 
 function createAjv(options: AjvOptions): Ajv {
@@ -201,6 +207,14 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
     residences: countries,
     capabilities,
   })
+  const ledger = new LedgerService({ db: database.db, assets: { decimalsOf: (code) => assetCatalogue.find(code)?.decimals } })
+  // A user may hold an asset that is listed and offers them at least one feature (where they live, now).
+  const mayHold = async (principal: Principal, code: string) => {
+    const asset = await assets.get(principal, code)
+    return !asset.delisted && asset.features.length > 0
+  }
+  const accounts = new AccountsService({ db: database.db, ledger, assets: { mayHold } })
+  metadata.registerEntity('accounts', (principal, entityId) => accounts.metadataOwner(principal, entityId))
 
   // Requests still being handled when the app closes finish before the database goes away. A response
   // always emits 'close' (sent, or its connection dropped), unlike Fastify's onResponse.
@@ -259,6 +273,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await app.register(filesRoutes(files))
   await app.register(termsOfServiceRoutes(termsOfService))
   await app.register(capabilitiesRoutes(capabilities))
+  await app.register(accountsRoutes(accounts, config.publicUrl))
 
   // Added last so that it runs once: plugins registered after a root onClose hook inherit it.
   app.addHook('onClose', async () => {
@@ -270,5 +285,5 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   })
 
   await app.ready()
-  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates, kycConnector, files, termsOfService, kyc, capabilities } }
+  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates, kycConnector, files, termsOfService, kyc, capabilities, ledger, accounts } }
 }

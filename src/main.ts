@@ -6,6 +6,7 @@ import { migrateToLatest, openDatabase, type DatabaseHandle } from './db/databas
 import { DataDirBusyError, loadOrCreateSecrets, lockDataDir } from './lib/data-dir.ts'
 import { ClientInputError, ClientsService } from './modules/auth/clients.service.ts'
 import { ScopeCatalogue } from './modules/auth/scopes.ts'
+import { checkLedger } from './modules/ledger/ledger.service.ts'
 import { ReferenceDataError } from './modules/reference/reference-data.ts'
 
 const USAGE = `Usage: tessera [command]
@@ -17,6 +18,8 @@ Commands:
                                       Create a client; prints its secret once, as JSON.
   clients list                        List clients (never their secrets), as JSON.
   clients revoke ID                   Revoke a client; its tokens stop working at once.
+  ledger check                        Verify the ledger's invariants; prints a JSON report. Exits 3 and names
+                                      every offending transaction or account when one is broken.
 
 Configuration comes from the environment; see docs/configuration.md.`
 
@@ -126,6 +129,30 @@ async function clients(config: Config, args: string[]): Promise<void> {
   }
 }
 
+/** Exit status of `ledger check` when an invariant is broken (1 is a crash, 2 a usage or configuration error). */
+const LEDGER_BROKEN_EXIT_CODE = 3
+
+async function ledger(config: Config, args: string[]): Promise<void> {
+  const [action, ...rest] = args
+  if (action !== 'check' || rest.length > 0) throw new ClientInputError(`Unknown ledger command "${args.join(' ')}"\n\n${USAGE}`)
+  const { database, release } = await openForCommand(
+    config,
+    'stop the server first, or run Tessera on PostgreSQL (DATABASE_URL) where the ledger can be checked while it serves.',
+  )
+  try {
+    const { violations, checked } = await checkLedger(database.db)
+    process.stdout.write(`${JSON.stringify({ ok: violations.length === 0, checked, violations }, null, 2)}\n`)
+    if (violations.length > 0) {
+      const lines = violations.map((v) => `  - ${v.rule}: ${v.rule === 'transaction-unbalanced' ? 'transaction' : 'account'} ${v.id} (organization ${v.organizationId}): ${v.detail}`)
+      process.stderr.write(`The ledger is broken: ${violations.length} problem(s)\n${lines.join('\n')}\n`)
+      process.exitCode = LEDGER_BROKEN_EXIT_CODE
+    }
+  } finally {
+    await database.close()
+    release()
+  }
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command = 'serve', ...args] = argv
   if (command === '--help' || command === '-h' || command === 'help') {
@@ -145,6 +172,8 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'clients':
       return clients(config, args)
+    case 'ledger':
+      return ledger(config, args)
     default:
       throw new ClientInputError(`Unknown command "${command}"\n\n${USAGE}`)
   }

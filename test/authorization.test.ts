@@ -335,6 +335,44 @@ ROUTES.push(
   })),
 )
 
+// Accounts: each case acts for a fresh user, so the account it names is prepared for that user.
+let preparedAccountId = ''
+async function prepareAccount(ctx: TestContext, token: string, userId: string): Promise<void> {
+  const response = await ctx.request({ method: 'POST', url: '/core/accounts', headers: bearer(token, userId), payload: { label: 'Prepared', asset: 'BTC' } })
+  assert.equal(response.status, 201, response.body)
+  preparedAccountId = response.json<{ account: { id: string } }>().account.id
+}
+const accountRoute = (route: Omit<RouteCase, 'subjects' | 'url'> & { url: string | (() => string) }): RouteCase => {
+  const { url, ...rest } = route
+  const target = { ...rest, subjects: ['user:business', 'user:individual'] as Subject[], url: '' }
+  return Object.defineProperty(target, 'url', { get: typeof url === 'string' ? () => url : url, enumerable: true })
+}
+ROUTES.push(
+  accountRoute({ operationId: 'core.list-accounts', method: 'GET', url: '/core/accounts', scope: 'core.accounts:read', success: 200 }),
+  accountRoute({
+    operationId: 'core.create-account',
+    method: 'POST',
+    url: '/core/accounts',
+    scope: 'core.accounts:create',
+    success: 201,
+    body: () => ({ label: 'My BTC account', asset: 'BTC' }),
+    invalidBody: { body: { label: 'x'.repeat(141), asset: 'BTC' }, property: 'label', rule: 'maxLength' },
+  }),
+  accountRoute({ operationId: 'core.list-default-accounts', method: 'GET', url: '/core/accounts/defaults', scope: 'core.accounts:read', success: 200 }),
+  accountRoute({ operationId: 'core.get-account', method: 'GET', url: () => `/core/accounts/${preparedAccountId}`, scope: 'core.accounts:read', success: 200, prepare: prepareAccount }),
+  accountRoute({
+    operationId: 'core.update-account',
+    method: 'PATCH',
+    url: () => `/core/accounts/${preparedAccountId}`,
+    scope: 'core.accounts:update',
+    success: 200,
+    prepare: prepareAccount,
+    body: () => ({ label: 'Renamed' }),
+    invalidBody: { body: { label: 'x', asset: 'ETH' }, property: 'asset', rule: 'additionalProperties' },
+  }),
+  accountRoute({ operationId: 'core.archive-account', method: 'DELETE', url: () => `/core/accounts/${preparedAccountId}`, scope: 'core.accounts:archive', success: 204, prepare: prepareAccount }),
+)
+
 async function putMetadata(ctx: TestContext, token: string, userId: string): Promise<void> {
   const response = await ctx.request({ method: 'PUT', url: '/core/users/me/metadata', headers: bearer(token, userId), payload: { externalId: 'crm-1' } })
   assert.ok(response.status === 201 || response.status === 200, response.body)

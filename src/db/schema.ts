@@ -161,6 +161,69 @@ export interface TermsOfServiceAcceptancesTable {
   context: Json<Record<string, string>>
 }
 
+/** A ledger account: a user's account or a system account of the organization, with its balances. */
+export interface LedgerAccountsTable {
+  organization_id: string
+  id: string
+  asset: string
+  /** Null for a user's account; what the system account is for otherwise (`clearing:<network>`, `fees`, `liquidity`). */
+  system_code: ColumnType<string | null, string | null | undefined, never>
+  may_go_negative: ColumnType<boolean, boolean | undefined, never>
+  /** numeric: read back as decimal strings. */
+  total: ColumnType<string, string | undefined, string>
+  available: ColumnType<string, string | undefined, string>
+  closed_at: ColumnType<Date | null, Date | null | undefined, Date | null>
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface LedgerTransactionsTable {
+  organization_id: string
+  id: string
+  type: string
+  reference: string | null
+  request_hash: string
+  hold_id: string | null
+  data: Json<Record<string, unknown>>
+  created_at: Timestamp
+}
+
+export interface LedgerEntriesTable {
+  organization_id: string
+  id: string
+  transaction_id: string
+  account_id: string
+  asset: string
+  /** Signed decimal: positive credits the account. */
+  amount: string
+  created_at: Timestamp
+}
+
+export interface LedgerHoldsTable {
+  organization_id: string
+  id: string
+  account_id: string
+  asset: string
+  amount: string
+  status: 'open' | 'released' | 'captured'
+  reference: string | null
+  request_hash: string
+  transaction_id: ColumnType<string | null, string | null | undefined, string | null>
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface AccountsTable {
+  organization_id: string
+  id: string
+  owner_id: string
+  label: string
+  asset: string
+  archived_at: ColumnType<Date | null, Date | null | undefined, Date | null>
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
 export interface Database {
   organizations: OrganizationsTable
   clients: ClientsTable
@@ -174,6 +237,11 @@ export interface Database {
   kyc_processes: KycProcessesTable
   files: FilesTable
   terms_of_service_acceptances: TermsOfServiceAcceptancesTable
+  ledger_accounts: LedgerAccountsTable
+  ledger_transactions: LedgerTransactionsTable
+  ledger_entries: LedgerEntriesTable
+  ledger_holds: LedgerHoldsTable
+  accounts: AccountsTable
 }
 
 export type Db = Kysely<Database>
@@ -191,3 +259,7 @@ export type OutboxEventRow = Selectable<OutboxEventsTable>
 export type KycConnectorConfigRow = Selectable<KycConnectorConfigsTable>
 export type KycProcessRow = Selectable<KycProcessesTable>
 export type FileRow = Selectable<FilesTable>
+export type LedgerAccountRow = Selectable<LedgerAccountsTable>
+export type LedgerTransactionRow = Selectable<LedgerTransactionsTable>
+export type LedgerHoldRow = Selectable<LedgerHoldsTable>
+export type AccountRow = Selectable<AccountsTable>

@@ -6,6 +6,7 @@ import * as m0004 from './0004_outbox.ts'
 import * as m0005 from './0005_files_and_terms.ts'
 import * as m0006 from './0006_kyc_connector.ts'
 import * as m0007 from './0007_kyc.ts'
+import * as m0008 from './0008_ledger_and_accounts.ts'
 
 /** Numbered, forward-only migrations; append new ones, never edit an applied one. */
 const migrations: Record<string, Migration> = {
@@ -16,6 +17,7 @@ const migrations: Record<string, Migration> = {
   '0005_files_and_terms': m0005,
   '0006_kyc_connector': m0006,
   '0007_kyc': m0007,
+  '0008_ledger_and_accounts': m0008,
 }
 
 export const migrationProvider: MigrationProvider = {

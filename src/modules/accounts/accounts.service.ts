@@ -1,0 +1,172 @@
+import type { AccountRow, Db, Tx } from '../../db/schema.ts'
+import { ApiError, notFound, type ErrorBody } from '../../http/errors.ts'
+import { pageWindow, type PageWindow, type PaginationParams } from '../../http/pagination.ts'
+import type { Principal } from '../../http/principal.ts'
+import { uuidv7 } from '../../lib/ids.ts'
+import { recordEvent } from '../events/outbox.ts'
+import type { AccountBalance, LedgerService } from '../ledger/ledger.service.ts'
+import { attachInitialMetadata } from '../metadata/metadata.service.ts'
+import * as repository from './accounts.repository.ts'
+import type { Account, CreateAccountBody, UpdateAccountBody } from './accounts.schemas.ts'
+
+/**
+ * Whether the acting user may hold an asset at all. Throws 404 `entity_not_found` (entity `asset`) for an
+ * asset that does not exist.
+ */
+export interface AssetHolding {
+  mayHold(principal: Principal, assetCode: string): Promise<boolean>
+}
+
+export const ACCOUNT_EVENTS = {
+  created: 'core.account.created',
+  archived: 'core.account.archived',
+  balanceChanged: 'core.account.balance-changed',
+} as const
+
+function present(row: AccountRow, balance: Pick<AccountBalance, 'total' | 'available' | 'updatedAt'> | undefined): Account {
+  const updatedAt = balance && balance.updatedAt > row.updated_at ? balance.updatedAt : row.updated_at
+  return {
+    id: row.id,
+    ownerId: row.owner_id,
+    label: row.label,
+    asset: row.asset,
+    balance: { total: balance?.total ?? '0', available: balance?.available ?? '0' },
+    createdAt: row.created_at.toISOString(),
+    updatedAt: updatedAt.toISOString(),
+  }
+}
+
+function actingUser(principal: Principal): string {
+  if (principal.userId === null) throw notFound('user')
+  return principal.userId
+}
+
+/** The users' accounts: one asset each, their balances kept by the ledger. */
+export class AccountsService {
+  private readonly db: Db
+  private readonly ledger: LedgerService
+  private readonly assets: AssetHolding
+
+  constructor(deps: { db: Db; ledger: LedgerService; assets: AssetHolding }) {
+    this.db = deps.db
+    this.ledger = deps.ledger
+    this.assets = deps.assets
+    this.ledger.onBalanceChanged((tx, changed) => this.announceBalances(tx, changed))
+  }
+
+  async create(principal: Principal, input: CreateAccountBody): Promise<{ account: Account; errors?: { metadata: ErrorBody } }> {
+    const ownerId = actingUser(principal)
+    if (!(await this.assets.mayHold(principal, input.asset))) {
+      throw new ApiError(409, 'asset_not_supported', 'The asset is not supported', { context: 'body', property: 'asset' })
+    }
+    const now = new Date()
+    const row: AccountRow = {
+      organization_id: principal.organizationId,
+      id: uuidv7(now.getTime()),
+      owner_id: ownerId,
+      label: input.label,
+      asset: input.asset,
+      archived_at: null,
+      created_at: now,
+      updated_at: now,
+    }
+    return this.db.transaction().execute(async (tx) => {
+      await this.ledger.openAccount(tx, { organizationId: row.organization_id, id: row.id, asset: row.asset, at: now })
+      await repository.insertAccount(tx, row)
+      const metadataError = input.metadata !== undefined
+        ? await attachInitialMetadata(tx, { organizationId: row.organization_id, entityType: 'accounts', entityId: row.id }, input.metadata, now)
+        : null
+      const account = present(row, undefined)
+      await this.announce(tx, row.organization_id, ACCOUNT_EVENTS.created, account, now)
+      return metadataError ? { account, errors: { metadata: metadataError.toBody() } } : { account }
+    })
+  }
+
+  async list(principal: Principal, query: PaginationParams & { assets?: readonly string[] }): Promise<{ accounts: Account[]; window: PageWindow; anchor: string | undefined; hasNext: boolean }> {
+    const ownerId = actingUser(principal)
+    const window = pageWindow(query)
+    const page = await repository.listPage(this.db, principal.organizationId, ownerId, query.assets, window)
+    return { accounts: await this.withBalances(principal.organizationId, page.items), window, anchor: page.anchor, hasNext: page.hasNext }
+  }
+
+  async defaults(principal: Principal, assets?: readonly string[]): Promise<Account[]> {
+    const rows = await repository.defaults(this.db, principal.organizationId, actingUser(principal), assets)
+    return this.withBalances(principal.organizationId, rows)
+  }
+
+  async get(principal: Principal, accountId: string): Promise<Account> {
+    const row = await repository.findActive(this.db, principal.organizationId, actingUser(principal), accountId.toLowerCase())
+    if (!row) throw notFound('account')
+    const [account] = await this.withBalances(principal.organizationId, [row])
+    return account!
+  }
+
+  async update(principal: Principal, accountId: string, input: UpdateAccountBody): Promise<Account> {
+    const ownerId = actingUser(principal)
+    const id = accountId.toLowerCase()
+    if (input.label === undefined) return this.get(principal, id)
+    const row = await repository.updateLabel(this.db, principal.organizationId, ownerId, id, input.label, new Date())
+    if (!row) throw notFound('account')
+    const [account] = await this.withBalances(principal.organizationId, [row])
+    return account!
+  }
+
+  /** Archives an empty account with nothing in flight; it disappears from the API and accepts no movements. */
+  async archive(principal: Principal, accountId: string): Promise<void> {
+    const ownerId = actingUser(principal)
+    const id = accountId.toLowerCase()
+    if (!(await repository.findActive(this.db, principal.organizationId, ownerId, id))) throw notFound('account')
+    await this.db.transaction().execute(async (tx) => {
+      const now = new Date()
+      // The ledger locks the balance first: a movement cannot land between its check and the archiving.
+      await this.ledger.close(tx, principal.organizationId, id, now)
+      const row = await repository.archive(tx, principal.organizationId, ownerId, id, now)
+      if (!row) throw notFound('account')
+      await this.announce(tx, principal.organizationId, ACCOUNT_EVENTS.archived, present(row, { total: '0', available: '0', updatedAt: now }), now)
+    })
+  }
+
+  /** The account `/core/accounts/{entityId}/metadata` names, when it is an active account of the acting user. */
+  async metadataOwner(principal: Principal, entityId: string): Promise<string | null> {
+    if (principal.userId === null) return null
+    const row = await repository.findActive(this.db, principal.organizationId, principal.userId, entityId.toLowerCase())
+    return row?.id ?? null
+  }
+
+  private async withBalances(organizationId: string, rows: readonly AccountRow[]): Promise<Account[]> {
+    const balances = await this.ledger.balances(this.db, organizationId, rows.map((row) => row.id))
+    return rows.map((row) => present(row, balances.get(row.id)))
+  }
+
+  private async announce(tx: Tx, organizationId: string, type: string, account: Account, at: Date): Promise<void> {
+    await recordEvent(tx, {
+      organizationId,
+      type,
+      subject: { type: 'account', id: account.id },
+      userId: account.ownerId,
+      data: { account },
+      occurredAt: at,
+    })
+  }
+
+  /** A `core.account.balance-changed` event per user account a movement changed, in the movement's transaction. */
+  private async announceBalances(tx: Tx, changed: readonly AccountBalance[]): Promise<void> {
+    const byOrganization = new Map<string, AccountBalance[]>()
+    for (const balance of changed) byOrganization.set(balance.organizationId, [...(byOrganization.get(balance.organizationId) ?? []), balance])
+    for (const [organizationId, balances] of byOrganization) {
+      const rows = new Map((await repository.findByIds(tx, organizationId, balances.map((b) => b.id))).map((row) => [row.id, row]))
+      for (const balance of balances) {
+        const row = rows.get(balance.id)
+        if (!row) continue
+        await recordEvent(tx, {
+          organizationId,
+          type: ACCOUNT_EVENTS.balanceChanged,
+          subject: { type: 'account', id: row.id },
+          userId: row.owner_id,
+          data: { account: present(row, balance) },
+          occurredAt: balance.updatedAt,
+        })
+      }
+    }
+  }
+}
