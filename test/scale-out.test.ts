@@ -61,20 +61,34 @@ describe('several processes on one PostgreSQL', { skip: !TEST_DATABASE_URL && 'n
     const user = await first.createUser(token)
     assert.equal((await second.request({ method: 'GET', url: '/core/users/me', headers: bearer(token, user.id) })).status, 200)
 
-    // Cut every LISTEN connection: any notification sent now is lost.
+    // Cut the LISTEN connections of this schema's processes (other suites share the cluster): any notification
+    // sent now is lost.
+    const channel = `tessera_changes_${first.database.schema}`
     const admin = new pg.Client({ connectionString: TEST_DATABASE_URL })
     await admin.connect()
-    await admin.query(`select pg_terminate_backend(pid) from pg_stat_activity where query ilike 'LISTEN%' and pid <> pg_backend_pid()`)
-    await first.services.clients.revoke(client.clientId)
-    const response = await second.request({ method: 'GET', url: '/core/users/me', headers: bearer(token, user.id) })
-    assert.equal(response.json().code, 'token_revoked', 'the revocation is seen although its notification was lost')
+    try {
+      const listening = `select pid from pg_stat_activity where query = $1 and pid <> pg_backend_pid()`
+      const { rows } = await admin.query<{ pid: number }>(listening, [`LISTEN ${pg.escapeIdentifier(channel)}`])
+      assert.equal(rows.length, 2, 'one listener per process')
+      const pids = rows.map((row) => row.pid)
+      await admin.query('select pg_terminate_backend(pid) from unnest($1::int[]) as pid', [pids])
+      // pg_terminate_backend only signals: wait until those backends are gone, so their connections are closed.
+      await eventually(async () => {
+        const alive = await admin.query<{ n: number }>('select count(*)::int as n from pg_stat_activity where pid = any($1::int[])', [pids])
+        assert.equal(alive.rows[0]!.n, 0)
+      })
+      await first.services.clients.revoke(client.clientId)
+      const response = await second.request({ method: 'GET', url: '/core/users/me', headers: bearer(token, user.id) })
+      assert.equal(response.json().code, 'token_revoked', 'the revocation is seen although its notification was lost')
 
-    // The listener comes back on its own.
-    await eventually(async () => {
-      const listeners = await admin.query(`select count(*)::int as n from pg_stat_activity where query ilike 'LISTEN%'`)
-      assert.ok((listeners.rows[0] as { n: number }).n >= 2)
-    }, 10_000)
-    await admin.end()
+      // The listeners come back on their own.
+      await eventually(async () => {
+        const listeners = await admin.query<{ n: number }>(`select count(*)::int as n from pg_stat_activity where query = $1`, [`LISTEN ${pg.escapeIdentifier(channel)}`])
+        assert.equal(listeners.rows[0]!.n, 2)
+      }, 10_000)
+    } finally {
+      await admin.end()
+    }
   })
 })
 
