@@ -22,6 +22,9 @@ import { AuthService } from './modules/auth/auth.service.ts'
 import { ClientsService } from './modules/auth/clients.service.ts'
 import { ScopeCatalogue } from './modules/auth/scopes.ts'
 import { TokenSigner } from './modules/auth/tokens.ts'
+import { depositMethodsRoutes } from './modules/deposit-methods/deposit-methods.routes.ts'
+import { DepositBanksFile } from './modules/deposit-methods/deposit-methods.schemas.ts'
+import { DepositMethodsService } from './modules/deposit-methods/deposit-methods.service.ts'
 import { filesRoutes } from './modules/files/files.routes.ts'
 import { FilesSettingsFile } from './modules/files/files.schemas.ts'
 import { FilesService } from './modules/files/files.service.ts'
@@ -89,6 +92,7 @@ export interface Services {
   termsOfService: TermsOfServiceService
   ledger: LedgerService
   accounts: AccountsService
+  depositMethods: DepositMethodsService
 }
 
 function createAjv(options: AjvOptions): Ajv {
@@ -215,6 +219,16 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   }
   const accounts = new AccountsService({ db: database.db, ledger, assets: { mayHold } })
   metadata.registerEntity('accounts', (principal, entityId) => accounts.metadataOwner(principal, entityId))
+  const depositMethods = new DepositMethodsService({
+    db: database.db,
+    accounts,
+    users,
+    rails,
+    networks,
+    secret: deps.secrets.sealingKey,
+    banks: loadReferenceData<DepositBanksFile>('deposit-banks.json', DepositBanksFile, config.referenceDataDir),
+    environment: config.environment,
+  })
 
   // Requests still being handled when the app closes finish before the database goes away. A response
   // always emits 'close' (sent, or its connection dropped), unlike Fastify's onResponse.
@@ -274,6 +288,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await app.register(termsOfServiceRoutes(termsOfService))
   await app.register(capabilitiesRoutes(capabilities))
   await app.register(accountsRoutes(accounts, config.publicUrl))
+  await app.register(depositMethodsRoutes(depositMethods))
 
   // Added last so that it runs once: plugins registered after a root onClose hook inherit it.
   app.addHook('onClose', async () => {
@@ -285,5 +300,5 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   })
 
   await app.ready()
-  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates, kycConnector, files, termsOfService, kyc, capabilities, ledger, accounts } }
+  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates, kycConnector, files, termsOfService, kyc, capabilities, ledger, accounts, depositMethods } }
 }

@@ -373,6 +373,18 @@ ROUTES.push(
   accountRoute({ operationId: 'core.archive-account', method: 'DELETE', url: () => `/core/accounts/${preparedAccountId}`, scope: 'core.accounts:archive', success: 204, prepare: prepareAccount }),
 )
 
+// Deposit methods: of an account prepared for the acting user; reading needs one set up first.
+const depositMethodUrl = () => `/core/accounts/${preparedAccountId}/deposit-method?type=crypto&asset=BTC&network=bitcoin`
+async function prepareDepositMethod(ctx: TestContext, token: string, userId: string): Promise<void> {
+  await prepareAccount(ctx, token, userId)
+  const response = await ctx.request({ method: 'PUT', url: depositMethodUrl(), headers: bearer(token, userId) })
+  assert.equal(response.status, 201, response.body)
+}
+ROUTES.push(
+  accountRoute({ operationId: 'core.get-account-deposit-method', method: 'GET', url: depositMethodUrl, scope: 'core.accounts:deposit-method', success: 200, prepare: prepareDepositMethod }),
+  accountRoute({ operationId: 'core.setup-account-deposit-method', method: 'PUT', url: depositMethodUrl, scope: 'core.accounts:deposit-method', success: 201, prepare: prepareAccount }),
+)
+
 async function putMetadata(ctx: TestContext, token: string, userId: string): Promise<void> {
   const response = await ctx.request({ method: 'PUT', url: '/core/users/me/metadata', headers: bearer(token, userId), payload: { externalId: 'crm-1' } })
   assert.ok(response.status === 201 || response.status === 200, response.body)

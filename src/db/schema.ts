@@ -224,6 +224,28 @@ export interface AccountsTable {
   updated_at: Timestamp
 }
 
+export interface DepositMethodsTable {
+  organization_id: string
+  id: string
+  account_id: string
+  owner_id: string
+  type: 'crypto' | 'bank'
+  network: string
+  asset: string
+  reference: string | null
+  details: Json<Record<string, unknown>>
+  status: 'processing' | 'ok' | 'failed'
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface DepositDestinationsTable {
+  network: string
+  destination: string
+  organization_id: string
+  deposit_method_id: string
+}
+
 export interface Database {
   organizations: OrganizationsTable
   clients: ClientsTable
@@ -242,6 +264,8 @@ export interface Database {
   ledger_entries: LedgerEntriesTable
   ledger_holds: LedgerHoldsTable
   accounts: AccountsTable
+  deposit_methods: DepositMethodsTable
+  deposit_destinations: DepositDestinationsTable
 }
 
 export type Db = Kysely<Database>
@@ -263,3 +287,4 @@ export type LedgerAccountRow = Selectable<LedgerAccountsTable>
 export type LedgerTransactionRow = Selectable<LedgerTransactionsTable>
 export type LedgerHoldRow = Selectable<LedgerHoldsTable>
 export type AccountRow = Selectable<AccountsTable>
+export type DepositMethodRow = Selectable<DepositMethodsTable>
