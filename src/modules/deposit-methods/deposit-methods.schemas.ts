@@ -127,3 +127,173 @@ export type DepositMethod = Static<typeof DepositMethod>
 export type DepositMethodDetails = NonNullable<DepositMethod['details']>
 
 export const DepositMethodResponse = component('get-account-deposit-method-response', Type.Object({ depositMethod: DepositMethod }))
+
+// ---------------------------------------------------------------------------------------------------------------
+// Sandbox test helpers: simulated incoming deposits.
+
+const NoEdgeSpaces = '^\\S.*\\S$|^\\S$'
+const text = (description: string, options: Record<string, unknown> = {}) => Type.String({ pattern: NoEdgeSpaces, maxLength: 200, description, ...options })
+const SimulatedAmount = Type.String({
+  minLength: 1,
+  maxLength: 64,
+  description: 'The amount deposited, a positive decimal (e.g. `"100.50"`) with no more decimals than the asset has.',
+})
+const Digits = (min: number, max: number, description: string) => Type.String({ pattern: `^(?!0+$)[0-9]{${min},${max}}$`, description })
+const RoutingNumber = (description: string) => Type.String({ pattern: '^[0-9]{9}$', description })
+const IbanPattern = '^[A-Z]{2}[0-9]{2}[A-Z0-9]{4}[0-9]{7}([A-Z0-9]?){0,16}$'
+
+export const SimulateCryptoDepositBody = component(
+  'simulate-crypto-deposit-request',
+  Type.Object(
+    {
+      network: text('The crypto network of the deposit.', { maxLength: 64 }),
+      address: text('The address the deposit is sent to: one of a deposit method\'s address forms.', { maxLength: 128 }),
+      reference: Type.Optional(text('The destination tag or memo, on networks that use one (XRP Ledger).', { maxLength: 64 })),
+      asset: text('The asset deposited.', { maxLength: 32 }),
+      amount: SimulatedAmount,
+      remitter: Type.Optional(
+        Type.Object(
+          {
+            addresses: Type.Optional(
+              Type.Array(text('An address the funds come from.', { maxLength: 128 }), { minItems: 1, maxItems: 20, uniqueItems: true, description: 'The addresses the funds are sent from.' }),
+            ),
+          },
+          { additionalProperties: false, minProperties: 1, description: 'The simulated sender.' },
+        ),
+      ),
+    },
+    { additionalProperties: false },
+  ),
+)
+export type SimulateCryptoDepositBody = Static<typeof SimulateCryptoDepositBody>
+
+export const SimulatedCryptoDeposit = Type.Object({
+  network: Type.String({ description: 'The crypto network of the deposit.' }),
+  address: Type.String({ description: 'The address the deposit was sent to.' }),
+  reference: Type.Optional(Type.String({ description: 'The destination tag or memo.' })),
+  asset: Type.String({ description: 'The asset deposited.' }),
+  amount: Type.String({ description: 'The amount deposited.' }),
+  remitter: Type.Optional(Type.Object({ addresses: Type.Optional(Type.Array(Type.String())) }, { description: 'The simulated sender.' })),
+})
+export const SimulateCryptoDepositResponse = component('simulate-crypto-deposit-response', Type.Object({ cryptoDeposit: SimulatedCryptoDeposit }))
+
+const fpsRemitter = Type.Object(
+  {
+    name: Type.Optional(text('The sender\'s full name; the acting user\'s name when not given.')),
+    sortCode: Type.Optional(Type.String({ pattern: '^[0-9]{6}$', description: 'The sender\'s sort code; generated when not given.' })),
+    accountNumber: Type.Optional(Type.String({ pattern: '^[0-9]{8}$', description: 'The sender\'s account number; generated when not given.' })),
+  },
+  { additionalProperties: false, minProperties: 1, description: 'The simulated sender.' },
+)
+const sepaRemitter = Type.Object(
+  {
+    name: Type.Optional(text('The sender\'s full name; the acting user\'s name when not given.')),
+    bic: Type.Optional(Type.String({ pattern: '^[A-Z]{6}[A-Z0-9]{2}([A-Z0-9]{3})?$', description: 'The sender\'s bank BIC; generated when not given.' })),
+    iban: Type.Optional(Type.String({ pattern: IbanPattern, description: 'The sender\'s IBAN; generated when not given.' })),
+  },
+  { additionalProperties: false, minProperties: 1, description: 'The simulated sender.' },
+)
+const usRemitter = {
+  name: Type.Optional(text('The sender\'s full name; the acting user\'s name when not given.')),
+  accountNumber: Type.Optional(Digits(4, 17, 'The sender\'s account number; generated when not given.')),
+  routingNumber: Type.Optional(RoutingNumber('The sender\'s routing number; generated when not given.')),
+}
+
+const instantUsDeposit = <N extends 'fednow' | 'rtp'>(network: N) =>
+  Type.Object(
+    {
+      network: Type.Literal(network),
+      accountNumber: Digits(4, 17, 'The account number of the deposit method.'),
+      amount: SimulatedAmount,
+      remitter: Type.Optional(Type.Object(usRemitter, { additionalProperties: false, minProperties: 1, description: 'The simulated sender.' })),
+    },
+    { additionalProperties: false },
+  )
+
+export const SimulateBankDepositBody = component(
+  'simulate-bank-deposit-request',
+  Type.Union([
+    Type.Object(
+      {
+        network: Type.Literal('fps'),
+        sortCode: Type.String({ pattern: '^[0-9]{6}$', description: 'The sort code of the deposit method.' }),
+        accountNumber: Digits(6, 8, 'The account number of the deposit method.'),
+        asset: text('The asset deposited (GBP).', { maxLength: 32 }),
+        amount: SimulatedAmount,
+        reference: Type.Optional(text('The payment reference the sender wrote.', { maxLength: 64 })),
+        remitter: Type.Optional(fpsRemitter),
+      },
+      { additionalProperties: false },
+    ),
+    Type.Object(
+      {
+        network: Type.Literal('sepa'),
+        iban: Type.String({ pattern: IbanPattern, description: 'The IBAN of the deposit method.' }),
+        asset: text('The asset deposited (EUR).', { maxLength: 32 }),
+        amount: SimulatedAmount,
+        reference: Type.Optional(text('The payment reference the sender wrote.', { maxLength: 64 })),
+        remitter: Type.Optional(sepaRemitter),
+      },
+      { additionalProperties: false },
+    ),
+    Type.Object(
+      {
+        network: Type.Literal('ach'),
+        accountNumber: Digits(4, 17, 'The account number of the deposit method.'),
+        routingNumber: RoutingNumber('The routing number of the deposit method.'),
+        amount: SimulatedAmount,
+        remitter: Type.Optional(
+          Type.Object(
+            {
+              ...usRemitter,
+              secCode: Type.Optional(Type.Enum(['CCD', 'PPD', 'WEB'], { description: 'The ACH SEC code; WEB when not given.' })),
+              transactionType: Type.Optional(Type.Enum(['Pull', 'Push'], { description: 'Push when not given.' })),
+              serviceType: Type.Optional(Type.Enum(['Standard', 'SameDay'], { description: 'SameDay when not given.' })),
+            },
+            { additionalProperties: false, minProperties: 1, description: 'The simulated sender.' },
+          ),
+        ),
+      },
+      { additionalProperties: false },
+    ),
+    instantUsDeposit('fednow'),
+    instantUsDeposit('rtp'),
+    Type.Object(
+      {
+        network: Type.Literal('wire'),
+        accountNumber: Digits(4, 17, 'The account number of the deposit method.'),
+        amount: SimulatedAmount,
+        remitter: Type.Optional(
+          Type.Object(
+            {
+              name: text('The sender\'s full name.'),
+              address1: Type.Optional(text('The sender\'s first address line.')),
+              address2: Type.Optional(text('The sender\'s second address line.')),
+              idCode: Type.Optional(text('The sender\'s identification code.')),
+              identifier: Type.Optional(text('The sender\'s identifier.')),
+            },
+            { additionalProperties: false, description: 'The simulated sender.' },
+          ),
+        ),
+      },
+      { additionalProperties: false },
+    ),
+  ]),
+)
+export type SimulateBankDepositBody = Static<typeof SimulateBankDepositBody>
+
+export const SimulatedBankDeposit = Type.Object(
+  {
+    network: Type.Enum(['fps', 'sepa', 'ach', 'fednow', 'rtp', 'wire'], { description: 'The bank network of the deposit.' }),
+    sortCode: Type.Optional(Type.String()),
+    accountNumber: Type.Optional(Type.String()),
+    routingNumber: Type.Optional(Type.String()),
+    iban: Type.Optional(Type.String()),
+    reference: Type.Optional(Type.String({ description: 'The payment reference the sender wrote.' })),
+    asset: Type.String({ description: 'The asset deposited.' }),
+    amount: Type.String({ description: 'The amount deposited.' }),
+    remitter: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'The simulated sender, with generated values where none were given.' })),
+  },
+  { description: 'The simulated bank deposit, as it arrives.' },
+)
+export const SimulateBankDepositResponse = component('simulate-bank-deposit-response', Type.Object({ bankDeposit: SimulatedBankDeposit }))
