@@ -385,6 +385,27 @@ ROUTES.push(
   accountRoute({ operationId: 'core.setup-account-deposit-method', method: 'PUT', url: depositMethodUrl, scope: 'core.accounts:deposit-method', success: 201, prepare: prepareAccount }),
 )
 
+// Transactions: each case acts for a fresh user, with a deposit recorded to an account of theirs.
+let preparedTransactionId = ''
+async function prepareTransaction(ctx: TestContext, token: string, userId: string): Promise<void> {
+  await prepareAccount(ctx, token, userId)
+  const reference = `authorization-${preparedAccountId}`
+  const input = { organizationId: ctx.client.organizationId, userId, accountId: preparedAccountId, asset: 'BTC', amount: '0.01', network: 'bitcoin', reference }
+  preparedTransactionId = (await ctx.services.deposits.record(ctx.database.db, input)).transactionId
+}
+ROUTES.push(
+  accountRoute({ operationId: 'core.list-transactions', method: 'GET', url: '/core/transactions', scope: 'core.transactions:read', success: 200, prepare: prepareTransaction }),
+  accountRoute({ operationId: 'core.get-transaction', method: 'GET', url: () => `/core/transactions/${preparedTransactionId}`, scope: 'core.transactions:read', success: 200, prepare: prepareTransaction }),
+  accountRoute({
+    operationId: 'core.list-account-transactions',
+    method: 'GET',
+    url: () => `/core/accounts/${preparedAccountId}/transactions`,
+    scope: 'core.transactions:read',
+    success: 200,
+    prepare: prepareTransaction,
+  }),
+)
+
 async function putMetadata(ctx: TestContext, token: string, userId: string): Promise<void> {
   const response = await ctx.request({ method: 'PUT', url: '/core/users/me/metadata', headers: bearer(token, userId), payload: { externalId: 'crm-1' } })
   assert.ok(response.status === 201 || response.status === 200, response.body)

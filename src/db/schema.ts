@@ -224,6 +224,43 @@ export interface AccountsTable {
   updated_at: Timestamp
 }
 
+export interface JobsTable {
+  id: string
+  organization_id: string | null
+  type: string
+  payload: Json<Record<string, unknown>>
+  status: 'pending' | 'running' | 'completed' | 'failed'
+  attempts: number
+  max_attempts: number
+  run_at: Timestamp
+  locked_until: Date | null
+  locked_by: string | null
+  last_error: string | null
+  created_at: Timestamp
+  updated_at: Timestamp
+  finished_at: Date | null
+}
+
+export interface TransactionsTable {
+  organization_id: string
+  id: string
+  owner_id: string
+  type: string
+  status: 'processing' | 'on-hold' | 'completed' | 'failed'
+  reason: string | null
+  asset: string
+  /** numeric: read back as a decimal string. */
+  amount: string
+  account_id: string
+  network: string
+  origin: Json<Record<string, unknown>>
+  destination: Json<Record<string, unknown>>
+  reference: string
+  created_at: Timestamp
+  updated_at: Timestamp
+  completed_at: Date | null
+}
+
 export interface DepositMethodsTable {
   organization_id: string
   id: string
@@ -264,6 +301,8 @@ export interface Database {
   ledger_entries: LedgerEntriesTable
   ledger_holds: LedgerHoldsTable
   accounts: AccountsTable
+  jobs: JobsTable
+  transactions: TransactionsTable
   deposit_methods: DepositMethodsTable
   deposit_destinations: DepositDestinationsTable
 }
@@ -287,4 +326,6 @@ export type LedgerAccountRow = Selectable<LedgerAccountsTable>
 export type LedgerTransactionRow = Selectable<LedgerTransactionsTable>
 export type LedgerHoldRow = Selectable<LedgerHoldsTable>
 export type AccountRow = Selectable<AccountsTable>
+export type JobRow = Selectable<JobsTable>
+export type TransactionRow = Selectable<TransactionsTable>
 export type DepositMethodRow = Selectable<DepositMethodsTable>
