@@ -25,6 +25,8 @@ import { TokenSigner } from './modules/auth/tokens.ts'
 import { depositMethodsRoutes } from './modules/deposit-methods/deposit-methods.routes.ts'
 import { DepositBanksFile } from './modules/deposit-methods/deposit-methods.schemas.ts'
 import { DepositMethodsService } from './modules/deposit-methods/deposit-methods.service.ts'
+import { depositTestHelpersRoutes } from './modules/deposit-methods/deposit-test-helpers.routes.ts'
+import { DepositTestHelpersService } from './modules/deposit-methods/deposit-test-helpers.service.ts'
 import { filesRoutes } from './modules/files/files.routes.ts'
 import { FilesSettingsFile } from './modules/files/files.schemas.ts'
 import { FilesService } from './modules/files/files.service.ts'
@@ -251,6 +253,10 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
     banks: loadReferenceData<DepositBanksFile>('deposit-banks.json', DepositBanksFile, config.referenceDataDir),
     environment: config.environment,
   })
+  // Simulated deposits exist in sandbox only: in production their routes are not registered (404).
+  const depositTestHelpers = config.environment === 'sandbox'
+    ? new DepositTestHelpersService({ db: database.db, depositMethods, deposits, rails, networks, users, afterRecord: () => worker.poke() })
+    : null
 
   // Requests still being handled when the app closes finish before the database goes away. A response
   // always emits 'close' (sent, or its connection dropped), unlike Fastify's onResponse.
@@ -312,6 +318,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await app.register(accountsRoutes(accounts, config.publicUrl))
   await app.register(transactionsRoutes(transactions, config.publicUrl))
   await app.register(depositMethodsRoutes(depositMethods))
+  if (depositTestHelpers) await app.register(depositTestHelpersRoutes(depositTestHelpers))
 
   // Added last so that it runs once: plugins registered after a root onClose hook inherit it.
   app.addHook('onClose', async () => {

@@ -385,6 +385,39 @@ ROUTES.push(
   accountRoute({ operationId: 'core.setup-account-deposit-method', method: 'PUT', url: depositMethodUrl, scope: 'core.accounts:deposit-method', success: 201, prepare: prepareAccount }),
 )
 
+// Deposit test helpers: a deposit to a method prepared for the acting user.
+let preparedDestination: Record<string, unknown> = {}
+async function prepareDestination(ctx: TestContext, token: string, userId: string, asset: string, type: string, network: string): Promise<void> {
+  const opened = await ctx.request({ method: 'POST', url: '/core/accounts', headers: bearer(token, userId), payload: { label: 'Prepared', asset } })
+  assert.equal(opened.status, 201, opened.body)
+  const accountId = opened.json<{ account: { id: string } }>().account.id
+  const url = `/core/accounts/${accountId}/deposit-method?type=${type}&asset=${asset}&network=${network}`
+  const response = await ctx.request({ method: 'PUT', url, headers: bearer(token, userId) })
+  assert.equal(response.status, 201, response.body)
+  preparedDestination = response.json<{ depositMethod: { details: Record<string, unknown> } }>().depositMethod.details
+}
+ROUTES.push(
+  accountRoute({
+    operationId: 'core.simulate-crypto-deposit',
+    method: 'POST',
+    url: '/core/accounts/test-helpers/crypto-deposits',
+    scope: 'core.accounts:use-test-helpers',
+    success: 202,
+    prepare: (ctx, token, userId) => prepareDestination(ctx, token, userId, 'BTC', 'crypto', 'bitcoin'),
+    body: () => ({ network: 'bitcoin', address: preparedDestination.address, asset: 'BTC', amount: '0.01' }),
+    invalidBody: { body: { network: 'bitcoin', address: 42, asset: 'BTC', amount: '1' }, property: 'address', rule: 'type' },
+  }),
+  accountRoute({
+    operationId: 'core.simulate-bank-deposit',
+    method: 'POST',
+    url: '/core/accounts/test-helpers/bank-deposits',
+    scope: 'core.accounts:use-test-helpers',
+    success: 202,
+    prepare: (ctx, token, userId) => prepareDestination(ctx, token, userId, 'EUR', 'bank', 'sepa'),
+    body: () => ({ network: 'sepa', iban: preparedDestination.iban, asset: 'EUR', amount: '10' }),
+  }),
+)
+
 // Transactions: each case acts for a fresh user, with a deposit recorded to an account of theirs.
 let preparedTransactionId = ''
 async function prepareTransaction(ctx: TestContext, token: string, userId: string): Promise<void> {

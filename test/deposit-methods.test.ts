@@ -2,8 +2,11 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { isValidIBAN } from 'ibantools'
 import { validateAccountDetails } from 'uk-modulus-check'
+import { buildApp } from '../src/app.ts'
+import { openDatabase } from '../src/db/database.ts'
+import { loadOrCreateSecrets } from '../src/lib/data-dir.ts'
 import { isValidRoutingNumber } from '../src/modules/deposit-methods/bank-numbers.ts'
-import { bearer, ENGINES, useApp, type TestResponse } from './helpers.ts'
+import { bearer, ENGINES, testConfig, useApp, type TestContext, type TestResponse } from './helpers.ts'
 
 const UNKNOWN_ID = '0190a8c1-0000-7000-8000-000000000000'
 
@@ -253,3 +256,205 @@ for (const engine of ENGINES) {
     })
   })
 }
+
+/** The first deposit method of an account, set up through the API. */
+async function issue(ctx: TestContext, token: string, userId: string, asset: string, type: string, network: string): Promise<{ accountId: string; details: DepositMethod['details'] }> {
+  const opened = await ctx.request({ method: 'POST', url: '/core/accounts', headers: bearer(token, userId), payload: { label: asset, asset } })
+  assert.equal(opened.status, 201, opened.body)
+  const accountId = opened.json<{ account: { id: string } }>().account.id
+  const response = await ctx.request({ method: 'PUT', url: `/core/accounts/${accountId}/deposit-method?type=${type}&asset=${asset}&network=${network}`, headers: bearer(token, userId) })
+  assert.equal(response.status, 201, response.body)
+  return { accountId, details: response.json<{ depositMethod: DepositMethod }>().depositMethod.details }
+}
+
+for (const engine of ENGINES) {
+  describe(`deposit test helpers [${engine}]`, () => {
+    const suite = useApp(engine)
+    const simulate = (kind: 'bank' | 'crypto', userId: string, payload: unknown, token = suite.token) =>
+      suite.ctx.request({ method: 'POST', url: `/core/accounts/test-helpers/${kind}-deposits`, headers: bearer(token, userId), payload: payload as Record<string, unknown> })
+    const transactionCount = async () => Number((await suite.ctx.database.db.selectFrom('transactions').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n)
+
+    /** Polls the account through the API until its balance is `total` (the worker settles in the background). */
+    async function settled(userId: string, accountId: string, total: string): Promise<void> {
+      const deadline = Date.now() + 10_000
+      for (;;) {
+        const account = (await suite.ctx.request({ method: 'GET', url: `/core/accounts/${accountId}`, headers: bearer(suite.token, userId) })).json<{ account: { balance: { total: string } } }>().account
+        if (account.balance.total === total) break
+        assert.ok(Date.now() < deadline, `balance still ${account.balance.total}, expected ${total}`)
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      const listed = await suite.ctx.request({ method: 'GET', url: `/core/accounts/${accountId}/transactions`, headers: bearer(suite.token, userId) })
+      const transactions = listed.json<{ transactions: { type: string; status: string }[] }>().transactions
+      assert.ok(transactions.length > 0 && transactions.every((t) => t.type === 'deposit' && t.status === 'completed'), listed.body)
+    }
+
+    test('a crypto deposit to any address form is accepted (202) and settles into the account', async () => {
+      suite.ctx.services.worker.start()
+      const userId = await suite.ctx.createUser(suite.token).then((u) => u.id)
+      const { accountId, details } = await issue(suite.ctx, suite.token, userId, 'BTC', 'crypto', 'bitcoin')
+      const formats = details.addressFormats as { value: string }[]
+      const sender = 'tb1qxsy3qh8d44d5jkuvn98rxsjtxpmdlslg8d92cv'
+      const response = await simulate('crypto', userId, { network: 'bitcoin', address: formats[1]!.value, asset: 'BTC', amount: '0.00100000', remitter: { addresses: [sender] } })
+      assert.equal(response.status, 202, response.body)
+      assert.deepEqual(response.json(), { cryptoDeposit: { network: 'bitcoin', address: formats[1]!.value, asset: 'BTC', amount: '0.001', remitter: { addresses: [sender] } } })
+      await settled(userId, accountId, '0.001')
+      assert.equal((await simulate('crypto', userId, { network: 'bitcoin', address: formats[2]!.value, asset: 'BTC', amount: '0.5' })).status, 202)
+      await settled(userId, accountId, '0.501')
+    })
+
+    test('XRP Ledger: the destination tag picks the account; without it nothing is found', async () => {
+      suite.ctx.services.worker.start()
+      const userId = await suite.ctx.createUser(suite.token).then((u) => u.id)
+      const first = await issue(suite.ctx, suite.token, userId, 'XRP', 'crypto', 'xrp-ledger')
+      const second = await issue(suite.ctx, suite.token, userId, 'XRP', 'crypto', 'xrp-ledger')
+      assert.equal(first.details.address, second.details.address)
+      const payment = (reference?: string) => ({ network: 'xrp-ledger', address: first.details.address, asset: 'XRP', amount: '5', ...(reference ? { reference } : {}) })
+      assert.equal((await simulate('crypto', userId, payment(second.details.reference as string))).status, 202)
+      await settled(userId, second.accountId, '5')
+      const before = await transactionCount()
+      assert.deepEqual(assertError(await simulate('crypto', userId, payment()), 404, 'entity_not_found'), { entity: 'depositMethod' })
+      const otherTag = String((Number(first.details.reference) % 4294967295) + 1)
+      if (otherTag !== second.details.reference) assertError(await simulate('crypto', userId, payment(otherTag)), 404, 'entity_not_found')
+      assertError(await simulate('crypto', userId, payment('-1')), 409, 'crypto_address_invalid')
+      assert.equal(await transactionCount(), before)
+    })
+
+    test('bank deposits over SEPA, FPS and every US rail settle into the account that owns the details', async () => {
+      suite.ctx.services.worker.start()
+      const userId = await suite.ctx.createUser(suite.token).then((u) => u.id)
+      const sepa = await issue(suite.ctx, suite.token, userId, 'EUR', 'bank', 'sepa')
+      const response = await simulate('bank', userId, { network: 'sepa', iban: sepa.details.iban, asset: 'EUR', amount: '100.5', reference: sepa.details.reference })
+      assert.equal(response.status, 202, response.body)
+      const { bankDeposit } = response.json<{ bankDeposit: { remitter: { name: string; bic: string; iban: string } } & Record<string, unknown> }>()
+      assert.equal(bankDeposit.iban, sepa.details.iban)
+      assert.equal(bankDeposit.asset, 'EUR')
+      assert.ok(isValidIBAN(bankDeposit.remitter.iban))
+      await settled(userId, sepa.accountId, '100.5')
+
+      const fps = await issue(suite.ctx, suite.token, userId, 'GBP', 'bank', 'fps')
+      const fpsResponse = await simulate('bank', userId, { network: 'fps', sortCode: fps.details.sortCode, accountNumber: fps.details.accountNumber, asset: 'GBP', amount: '20' })
+      assert.equal(fpsResponse.status, 202, fpsResponse.body)
+      const fpsRemitter = fpsResponse.json<{ bankDeposit: { remitter: { sortCode: string; accountNumber: string } } }>().bankDeposit.remitter
+      assert.ok(validateAccountDetails(fpsRemitter.sortCode, fpsRemitter.accountNumber))
+      await settled(userId, fps.accountId, '20')
+
+      const us = await issue(suite.ctx, suite.token, userId, 'USD', 'bank', 'ach')
+      const achResponse = await simulate('bank', userId, { network: 'ach', accountNumber: us.details.accountNumber, routingNumber: us.details.routingNumber, amount: '1.25', remitter: { name: 'Jane Payer' } })
+      assert.equal(achResponse.status, 202, achResponse.body)
+      const achDeposit = achResponse.json<{ bankDeposit: { asset: string; remitter: Record<string, string> } }>().bankDeposit
+      assert.equal(achDeposit.asset, 'USD')
+      assert.deepEqual({ ...achDeposit.remitter, accountNumber: undefined }, { name: 'Jane Payer', accountNumber: undefined, routingNumber: '110000000', secCode: 'WEB', transactionType: 'Push', serviceType: 'SameDay' })
+      for (const network of ['wire', 'fednow', 'rtp']) {
+        const answer = await simulate('bank', userId, { network, accountNumber: us.details.accountNumber, amount: '1' })
+        assert.equal(answer.status, 202, answer.body)
+      }
+      await settled(userId, us.accountId, '4.25')
+    })
+
+    test('unknown destinations are 404, broken rules 409, malformed bodies 400; nothing is recorded', async () => {
+      const userId = await suite.ctx.createUser(suite.token).then((u) => u.id)
+      const eth = await issue(suite.ctx, suite.token, userId, 'ETH', 'crypto', 'ethereum')
+      const btc = await issue(suite.ctx, suite.token, userId, 'BTC', 'crypto', 'bitcoin')
+      const eur = await issue(suite.ctx, suite.token, userId, 'EUR', 'bank', 'sepa')
+      const us = await issue(suite.ctx, suite.token, userId, 'USD', 'bank', 'wire')
+      const before = await transactionCount()
+      const crypto = (overrides: Record<string, unknown>) => simulate('crypto', userId, { network: 'ethereum', address: eth.details.address, asset: 'ETH', amount: '1', ...overrides })
+
+      assert.deepEqual(assertError(await crypto({ network: 'nowhere' }), 404, 'entity_not_found'), { entity: 'rail' })
+      assert.deepEqual(assertError(await crypto({ asset: 'BTC' }), 404, 'entity_not_found'), { entity: 'rail' })
+      assert.deepEqual(assertError(await crypto({ address: '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed' }), 404, 'entity_not_found'), { entity: 'depositMethod' })
+      assert.equal(assertError(await crypto({ address: '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAeD' }), 409, 'crypto_address_invalid')!.property, 'address')
+      assert.equal(assertError(await crypto({ network: 'bitcoin', asset: 'BTC', address: 'bc1qxsy3qh8d44d5jkuvn98rxsjtxpmdlslgdt7erl' }), 409, 'crypto_address_invalid')!.property, 'address')
+      assert.deepEqual(assertError(await crypto({ asset: 'USDC' }), 409, 'asset_not_supported'), { context: 'body', property: 'asset' })
+      for (const [amount, rule] of [['0', 'positive'], ['0.000', 'positive'], ['-1', 'positive'], ['0.0000000000000000001', 'decimal-places'], ['abc', 'format'], ['1e5', 'format']] as const) {
+        assert.equal(assertError(await crypto({ amount }), 409, 'transaction_amount_invalid')!.rule, rule, amount)
+      }
+      assert.equal(assertError(await simulate('crypto', userId, { network: 'bitcoin', address: btc.details.address, asset: 'BTC', amount: '0.000000001' }), 409, 'transaction_amount_invalid')!.rule, 'decimal-places')
+      assertError(await crypto({ remitter: { addresses: [eth.details.address] } }), 409, 'remitter_and_recipient_cannot_match')
+      assert.deepEqual(
+        assertError(await crypto({ remitter: { addresses: ['0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed', '0x8617E340B3D01FA5F11F306F4090FD50E238070D'] } }), 409, 'crypto_address_invalid'),
+        { context: 'body', property: 'remitter.addresses', threshold: { limit: 1 } },
+      )
+      assert.equal(assertError(await crypto({ remitter: { addresses: ['not-an-address'] } }), 409, 'crypto_address_invalid')!.property, 'remitter.addresses')
+      for (const body of [{}, { network: 'ethereum' }, { network: 'ethereum', address: eth.details.address, asset: 'ETH', amount: 1 }, { network: 'ethereum', address: ` ${String(eth.details.address)}`, asset: 'ETH', amount: '1' }, { network: 'ethereum', address: eth.details.address, asset: 'ETH', amount: '1', extra: true }, { network: 'ethereum', address: eth.details.address, asset: 'ETH', amount: '1', remitter: {} }]) {
+        assertError(await simulate('crypto', userId, body), 400, 'request_invalid')
+      }
+      const huge = await simulate('crypto', userId, { network: 'ethereum', address: eth.details.address, asset: 'ETH', amount: '1', padding: 'x'.repeat(2_000_000) })
+      assert.equal(huge.status, 413, huge.body)
+
+      const sepa = (overrides: Record<string, unknown>) => simulate('bank', userId, { network: 'sepa', iban: eur.details.iban, asset: 'EUR', amount: '10', ...overrides })
+      const iban = eur.details.iban as string
+      const wrongCheck = `${iban.slice(0, 2)}${String((Number(iban.slice(2, 4)) % 97) + 1).padStart(2, '0')}${iban.slice(4)}`
+      assert.deepEqual(assertError(await sepa({ iban: wrongCheck }), 404, 'entity_not_found'), { entity: 'depositMethod' })
+      assert.deepEqual(assertError(await sepa({ iban: 'NL91ABNA0417164300' }), 404, 'entity_not_found'), { entity: 'depositMethod' })
+      assert.deepEqual(assertError(await sepa({ asset: 'GBP' }), 409, 'asset_not_supported'), { context: 'body', property: 'asset' })
+      assert.deepEqual(assertError(await sepa({ remitter: { iban: 'NL92ABNA0417164300' } }), 409, 'invalid_number'), { context: 'body', property: 'remitter.iban' })
+      assertError(await sepa({ remitter: { iban } }), 409, 'remitter_and_recipient_cannot_match')
+      assert.equal(assertError(await sepa({ amount: '0.001' }), 409, 'transaction_amount_invalid')!.rule, 'decimal-places')
+      assertError(await sepa({ iban: 'not an iban' }), 400, 'request_invalid')
+      assertError(await sepa({ network: 'swift' }), 400, 'request_invalid')
+      assertError(await simulate('bank', userId, { network: 'fps', sortCode: '089999', accountNumber: '66374958', asset: 'GBP', amount: '1' }), 404, 'entity_not_found')
+      assertError(await simulate('bank', userId, { network: 'ach', accountNumber: us.details.accountNumber, routingNumber: '021000021', amount: '1' }), 404, 'entity_not_found')
+      assertError(await simulate('bank', userId, { network: 'ach', accountNumber: us.details.accountNumber, routingNumber: '110000000', amount: '1', remitter: { routingNumber: '123456789' } }), 409, 'invalid_number')
+      assertError(await simulate('bank', userId, { network: 'rtp', accountNumber: '000000', amount: '1' }), 400, 'request_invalid')
+      assert.equal(await transactionCount(), before)
+    })
+
+    test('another organization cannot deposit to this one\'s destinations', async () => {
+      const userId = await suite.ctx.createUser(suite.token).then((u) => u.id)
+      const btc = await issue(suite.ctx, suite.token, userId, 'BTC', 'crypto', 'bitcoin')
+      const eur = await issue(suite.ctx, suite.token, userId, 'EUR', 'bank', 'sepa')
+      const otherToken = await suite.ctx.token(await suite.ctx.newClient())
+      const stranger = await suite.ctx.createUser(otherToken).then((u) => u.id)
+      const before = await transactionCount()
+      assertError(await simulate('crypto', stranger, { network: 'bitcoin', address: btc.details.address, asset: 'BTC', amount: '1' }, otherToken), 404, 'entity_not_found')
+      assertError(await simulate('bank', stranger, { network: 'sepa', iban: eur.details.iban, asset: 'EUR', amount: '1' }, otherToken), 404, 'entity_not_found')
+      assert.equal(await transactionCount(), before)
+    })
+  })
+}
+
+describe('deposit methods in production', () => {
+  test('the test helpers do not exist; crypto methods are main-chain; bank methods need the operator\'s bank', async () => {
+    const config = testConfig({ TESSERA_ENV: 'production', TOKEN_SIGNING_KEY: loadOrCreateSecrets(null, testConfig()).tokenSigningKey, SEALING_KEY: Buffer.alloc(32, 1).toString('base64'), PRICE_FEED: 'simulated' })
+    const database = await openDatabase({ ...config, databaseUrl: null, dataDir: null })
+    const { app } = await buildApp({ config, database, secrets: loadOrCreateSecrets(null, config) })
+    try {
+      for (const kind of ['bank', 'crypto']) {
+        const response = await app.inject({ method: 'POST', url: `/core/accounts/test-helpers/${kind}-deposits`, payload: {} })
+        assert.equal(response.statusCode, 404)
+        assert.equal(response.json<{ code: string }>().code, 'route_not_found')
+      }
+      const document = app.swagger() as { paths: Record<string, unknown> }
+      assert.ok(!Object.keys(document.paths).some((p) => p.includes('test-helpers/bank-deposits') || p.includes('test-helpers/crypto-deposits')))
+      assert.ok(Object.keys(document.paths).includes('/core/accounts/{accountId}/deposit-method'))
+    } finally {
+      await app.close()
+    }
+  })
+})
+
+describe('deposit methods in production [pglite]', () => {
+  const suite = useApp('pglite', {
+    TESSERA_ENV: 'production',
+    TOKEN_SIGNING_KEY: loadOrCreateSecrets(null, testConfig()).tokenSigningKey,
+    SEALING_KEY: Buffer.alloc(32, 2).toString('base64'),
+    PRICE_FEED: 'simulated',
+  })
+
+  test('crypto methods are main-chain addresses; bank methods wait for the operator\'s bank', async () => {
+    const userId = await suite.ctx.createUser(suite.token).then((u) => u.id)
+    for (const [network, asset, prefix] of [['bitcoin', 'BTC', /^bc1q/], ['litecoin', 'LTC', /^ltc1q/], ['ethereum', 'ETH', /^0x/]] as const) {
+      const { details } = await issue(suite.ctx, suite.token, userId, asset, 'crypto', network)
+      assert.match(details.address as string, prefix)
+      for (const { value } of details.addressFormats as { value: string }[]) {
+        const check = await suite.ctx.request({ method: 'POST', url: `/core/networks/${network}/validate-address`, headers: bearer(suite.token, userId), payload: { address: value } })
+        assert.deepEqual(check.json(), { isValid: true }, value)
+      }
+    }
+    const opened = await suite.ctx.request({ method: 'POST', url: '/core/accounts', headers: bearer(suite.token, userId), payload: { label: 'EUR', asset: 'EUR' } })
+    const accountId = opened.json<{ account: { id: string } }>().account.id
+    const response = await suite.ctx.request({ method: 'PUT', url: `/core/accounts/${accountId}/deposit-method?type=bank&asset=EUR&network=sepa`, headers: bearer(suite.token, userId) })
+    assert.deepEqual(assertError(response, 409, 'rail_feature_not_available'), { feature: 'deposit' })
+  })
+})

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import type { Db, Tx } from '../../db/schema.ts'
+import type { Db } from '../../db/schema.ts'
 import { ApiError } from '../../http/errors.ts'
 import type { Principal } from '../../http/principal.ts'
 import { uuidv7 } from '../../lib/ids.ts'
@@ -11,14 +11,11 @@ import { candidateIban, candidateUkAccountNumber, candidateUsAccountNumber, isVa
 import type { SimulateBankDepositBody, SimulateCryptoDepositBody } from './deposit-methods.schemas.ts'
 import type { DepositMethodsService, DepositUsers, IncomingDestination } from './deposit-methods.service.ts'
 import { cryptoDestination } from './destinations.ts'
+import type { DepositsService } from '../transactions/deposits.service.ts'
+import type { TransactionNode } from '../transactions/transactions.schemas.ts'
 
 /** Records an incoming deposit as a pending transaction and enqueues its settlement, in the caller's transaction. */
-export interface DepositRecorder {
-  record(
-    executor: Tx,
-    input: { organizationId: string; userId: string; accountId: string; asset: string; amount: string; network: string; source?: Record<string, unknown>; reference: string },
-  ): Promise<{ transactionId: string }>
-}
+export type DepositRecorder = Pick<DepositsService, 'record'>
 
 // Networks where a transaction has exactly one sender (account-based chains), unlike UTXO chains.
 const SINGLE_SENDER_FAMILIES = new Set(['ethereum', 'solana', 'xrp-ledger'])
@@ -55,14 +52,25 @@ export class DepositTestHelpersService {
   private readonly rails: RailsService
   private readonly networks: NetworksService
   private readonly users: DepositUsers
+  private readonly afterRecord: () => void
 
-  constructor(deps: { db: Db; depositMethods: DepositMethodsService; deposits: DepositRecorder; rails: RailsService; networks: NetworksService; users: DepositUsers }) {
+  constructor(deps: {
+    db: Db
+    depositMethods: DepositMethodsService
+    deposits: DepositRecorder
+    rails: RailsService
+    networks: NetworksService
+    users: DepositUsers
+    /** Called once a deposit is committed (e.g. to wake the worker rather than wait for its next poll). */
+    afterRecord?: () => void
+  }) {
     this.db = deps.db
     this.depositMethods = deps.depositMethods
     this.deposits = deps.deposits
     this.rails = deps.rails
     this.networks = deps.networks
     this.users = deps.users
+    this.afterRecord = deps.afterRecord ?? (() => {})
   }
 
   async simulateCrypto(principal: Principal, body: SimulateCryptoDepositBody) {
@@ -94,7 +102,7 @@ export class DepositTestHelpersService {
       asset: body.asset,
       amount,
       network: body.network,
-      source: { type: 'crypto', ...(senders.length > 0 ? { addresses: senders } : {}) },
+      source: { type: 'crypto-address', network: body.network, ...(senders[0] !== undefined ? { address: senders[0] } : {}) },
     })
     return { cryptoDeposit: { ...body, amount } }
   }
@@ -163,11 +171,11 @@ export class DepositTestHelpersService {
       }
     }
     const reference = 'reference' in body ? body.reference : undefined
-    await this.record(principal, destination, { asset, amount, network: body.network, source: { type: 'bank', ...remitter, ...(reference !== undefined ? { paymentReference: reference } : {}) } })
+    await this.record(principal, destination, { asset, amount, network: body.network, source: { type: 'bank-address', network: body.network } })
     return { bankDeposit: { network: body.network, ...recipient, ...(reference !== undefined ? { reference } : {}), asset, amount, remitter } }
   }
 
-  private async record(principal: Principal, destination: IncomingDestination, deposit: { asset: string; amount: string; network: string; source: Record<string, unknown> }): Promise<void> {
+  private async record(principal: Principal, destination: IncomingDestination, deposit: { asset: string; amount: string; network: string; source: TransactionNode }): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
       const owner = await this.depositMethods.resolveDestination(tx, principal.organizationId, destination)
       if (!owner) throw depositMethodNotFound()
@@ -184,6 +192,7 @@ export class DepositTestHelpersService {
         reference: `simulated-deposit:${uuidv7()}`,
       })
     })
+    this.afterRecord()
   }
 
   private async actingUserName(principal: Principal): Promise<string> {
