@@ -194,6 +194,10 @@ for (const engine of ENGINES) {
       assertError(await get(userId, 'nope'), 400, 'request_invalid')
       assert.equal(assertError(await listOfAccount(other.userId, accountId), 404, 'entity_not_found')?.entity, 'account')
       assertError(await listOfAccount(userId, UNKNOWN_ID), 404, 'entity_not_found')
+      assertError(await listOfAccount(userId, 'nope'), 400, 'request_invalid')
+      assertError(await list(userId, '?until=yesterday'), 400, 'request_invalid')
+      assertError(await list(userId, '?page=abc'), 400, 'request_invalid')
+      assertError(await list(userId, '?perPage=101'), 400, 'request_invalid')
 
       const foreignToken = await suite.ctx.token(await suite.ctx.newClient())
       const foreignUser = (await suite.ctx.createUser(foreignToken)).id
@@ -202,6 +206,13 @@ for (const engine of ENGINES) {
       assertError(await get(userId, transactionId, foreignToken), 404, 'entity_not_found')
       assert.deepEqual((await list(foreignUser, '', foreignToken)).json<{ transactions: unknown[] }>().transactions, [])
       await suite.ctx.services.worker.drain()
+    })
+
+    test('an archived account\'s transactions are not listed any more', async () => {
+      const { userId, accountId } = await openAccount()
+      const archived = await suite.ctx.request({ method: 'DELETE', url: `/core/accounts/${accountId}`, headers: bearer(suite.token, userId) })
+      assert.equal(archived.status, 204, archived.body)
+      assert.equal(assertError(await listOfAccount(userId, accountId), 404, 'entity_not_found')?.entity, 'account')
     })
 
     test('metadata on a transaction is the owner\'s only', async () => {
