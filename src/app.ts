@@ -22,6 +22,11 @@ import { AuthService } from './modules/auth/auth.service.ts'
 import { ClientsService } from './modules/auth/clients.service.ts'
 import { ScopeCatalogue } from './modules/auth/scopes.ts'
 import { TokenSigner } from './modules/auth/tokens.ts'
+import { depositMethodsRoutes } from './modules/deposit-methods/deposit-methods.routes.ts'
+import { DepositBanksFile } from './modules/deposit-methods/deposit-methods.schemas.ts'
+import { DepositMethodsService } from './modules/deposit-methods/deposit-methods.service.ts'
+import { depositTestHelpersRoutes } from './modules/deposit-methods/deposit-test-helpers.routes.ts'
+import { DepositTestHelpersService } from './modules/deposit-methods/deposit-test-helpers.service.ts'
 import { filesRoutes } from './modules/files/files.routes.ts'
 import { FilesSettingsFile } from './modules/files/files.schemas.ts'
 import { FilesService } from './modules/files/files.service.ts'
@@ -57,6 +62,11 @@ import { TermsOfServiceFile } from './modules/terms-of-service/terms-of-service.
 import { TermsOfServiceService } from './modules/terms-of-service/terms-of-service.service.ts'
 import { usersRoutes } from './modules/users/users.routes.ts'
 import { UsersService } from './modules/users/users.service.ts'
+import { JobHandlers } from './jobs/queue.ts'
+import { Worker } from './jobs/worker.ts'
+import { DepositsService } from './modules/transactions/deposits.service.ts'
+import { transactionsRoutes } from './modules/transactions/transactions.routes.ts'
+import { TransactionsService } from './modules/transactions/transactions.service.ts'
 import { SandboxKycProvider } from './providers/kyc/sandbox.ts'
 import { SANDBOX_PRICE_SEED, SandboxPriceFeed } from './providers/prices/sandbox.ts'
 import { LocalFileStorage } from './providers/storage/local.ts'
@@ -89,6 +99,12 @@ export interface Services {
   termsOfService: TermsOfServiceService
   ledger: LedgerService
   accounts: AccountsService
+  jobs: JobHandlers
+  /** Not started by the app: `serve` starts it for the roles that run jobs; it stops when the app closes. */
+  worker: Worker
+  deposits: DepositsService
+  transactions: TransactionsService
+  depositMethods: DepositMethodsService
 }
 
 function createAjv(options: AjvOptions): Ajv {
@@ -215,6 +231,32 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   }
   const accounts = new AccountsService({ db: database.db, ledger, assets: { mayHold } })
   metadata.registerEntity('accounts', (principal, entityId) => accounts.metadataOwner(principal, entityId))
+  const jobs = new JobHandlers()
+  const deposits = new DepositsService({ db: database.db, ledger, assets: { decimalsOf: (code) => assetCatalogue.find(code)?.decimals }, networks, jobs })
+  const transactions = new TransactionsService({ db: database.db, accounts: { ownedAccount: (principal, id) => accounts.metadataOwner(principal, id) } })
+  metadata.registerEntity('transactions', (principal, entityId) => transactions.metadataOwner(principal, entityId))
+  const worker = new Worker({
+    db: database.db,
+    handlers: jobs,
+    pollIntervalMs: config.workerPollIntervalMs,
+    concurrency: config.workerConcurrency,
+    leaseMs: config.workerLeaseMs,
+    logger: { info: (o, m) => app.log.info(o, m), warn: (o, m) => app.log.warn(o, m), error: (o, m) => app.log.error(o, m) },
+  })
+  const depositMethods = new DepositMethodsService({
+    db: database.db,
+    accounts,
+    users,
+    rails,
+    networks,
+    secret: deps.secrets.sealingKey,
+    banks: loadReferenceData<DepositBanksFile>('deposit-banks.json', DepositBanksFile, config.referenceDataDir),
+    environment: config.environment,
+  })
+  // Simulated deposits exist in sandbox only: in production their routes are not registered (404).
+  const depositTestHelpers = config.environment === 'sandbox'
+    ? new DepositTestHelpersService({ db: database.db, depositMethods, deposits, rails, networks, users, afterRecord: () => worker.poke() })
+    : null
 
   // Requests still being handled when the app closes finish before the database goes away. A response
   // always emits 'close' (sent, or its connection dropped), unlike Fastify's onResponse.
@@ -274,16 +316,20 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await app.register(termsOfServiceRoutes(termsOfService))
   await app.register(capabilitiesRoutes(capabilities))
   await app.register(accountsRoutes(accounts, config.publicUrl))
+  await app.register(transactionsRoutes(transactions, config.publicUrl))
+  await app.register(depositMethodsRoutes(depositMethods))
+  if (depositTestHelpers) await app.register(depositTestHelpersRoutes(depositTestHelpers))
 
   // Added last so that it runs once: plugins registered after a root onClose hook inherit it.
   app.addHook('onClose', async () => {
     const deadline = Date.now() + config.shutdownTimeoutMs
     while (inFlight.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
+    await worker.stop(Math.max(0, deadline - Date.now()))
     await changes.stop()
     await database.close()
     await deps.onClose?.()
   })
 
   await app.ready()
-  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates, kycConnector, files, termsOfService, kyc, capabilities, ledger, accounts } }
+  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates, kycConnector, files, termsOfService, kyc, capabilities, ledger, accounts, jobs, worker, deposits, transactions, depositMethods } }
 }

@@ -18,3 +18,17 @@ test('KYC_CONNECTOR_PROVIDERS refuses names that cannot be a path segment and a 
     )
   }
 })
+
+test('worker settings have defaults and refuse values out of range', () => {
+  const config = loadConfig(base)
+  assert.deepEqual([config.workerPollIntervalMs, config.workerConcurrency, config.workerLeaseMs], [250, 4, 60_000])
+  const set = loadConfig({ ...base, WORKER_POLL_INTERVAL_MS: '50', WORKER_CONCURRENCY: '16', WORKER_LEASE_MS: '5000' })
+  assert.deepEqual([set.workerPollIntervalMs, set.workerConcurrency, set.workerLeaseMs], [50, 16, 5000])
+  for (const [name, value] of [['WORKER_POLL_INTERVAL_MS', '5'], ['WORKER_CONCURRENCY', '0'], ['WORKER_CONCURRENCY', 'many'], ['WORKER_LEASE_MS', '999']]) {
+    assert.throws(
+      () => loadConfig({ ...base, [name!]: value }),
+      (error: unknown) => error instanceof ConfigError && error.problems.some((p) => p.startsWith(name!)),
+      `${name}=${value}`,
+    )
+  }
+})

@@ -41,6 +41,12 @@ export interface Config {
   fileStorageDir: string | null
   /** How many files one user may have; beyond it creating a file is 409 max_files_limit_exceeded. */
   maxFilesPerUser: number
+  /** How long an idle background worker waits before looking for due jobs again. */
+  workerPollIntervalMs: number
+  /** Jobs one worker process runs at the same time. */
+  workerConcurrency: number
+  /** How long a claimed job stays with its worker without a renewal; a dead worker's jobs are taken over after it. */
+  workerLeaseMs: number
 }
 
 export class ConfigError extends Error {
@@ -177,6 +183,9 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       ? path.resolve(cwd, read('FILE_STORAGE_DIR')!)
       : dataDir === null ? null : path.join(dataDir, 'files'),
     maxFilesPerUser: integer('MAX_FILES_PER_USER', 1000, 1, 1_000_000),
+    workerPollIntervalMs: integer('WORKER_POLL_INTERVAL_MS', 250, 10, 600_000),
+    workerConcurrency: integer('WORKER_CONCURRENCY', 4, 1, 256),
+    workerLeaseMs: integer('WORKER_LEASE_MS', 60_000, 1_000, 3_600_000),
   }
 
   if (problems.length > 0) throw new ConfigError(problems)

@@ -8,11 +8,15 @@ import { ClientInputError, ClientsService } from './modules/auth/clients.service
 import { ScopeCatalogue } from './modules/auth/scopes.ts'
 import { checkLedger } from './modules/ledger/ledger.service.ts'
 import { ReferenceDataError } from './modules/reference/reference-data.ts'
+import type { App } from './http/types.ts'
+import type { Worker } from './jobs/worker.ts'
 
 const USAGE = `Usage: tessera [command]
 
 Commands:
-  serve                               Run the API (default). Migrates the database first.
+  serve [--role all|api|worker]       Run the API (default). Migrates the database first. --role all (default)
+                                      serves the API and runs background jobs; api only serves; worker only
+                                      runs background jobs (no HTTP listener).
   migrate                             Apply pending database migrations and exit.
   clients create --name NAME [--scopes "a b" | --scopes "*"] [--organization ID]
                                       Create a client; prints its secret once, as JSON.
@@ -39,11 +43,22 @@ async function openForCommand(config: Config, purpose: string): Promise<{ databa
   }
 }
 
-async function serve(config: Config): Promise<void> {
+const ROLES = ['all', 'api', 'worker'] as const
+type Role = (typeof ROLES)[number]
+
+function roleOf(args: string[]): Role {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { role: { type: 'string', default: 'all' } } })
+  if (positionals.length > 0) throw new ClientInputError(`Unexpected argument "${positionals[0]}"\n\n${USAGE}`)
+  if (!(ROLES as readonly string[]).includes(values.role)) throw new ClientInputError(`--role must be one of ${ROLES.join(', ')} (got "${values.role}")`)
+  return values.role as Role
+}
+
+async function serve(config: Config, role: Role): Promise<void> {
   const { database, release } = await openForCommand(config, 'stop the running server before starting another one on the same directory.')
   const secrets = loadOrCreateSecrets(config.dataDir, config)
   const { app, services } = await buildApp({ config, database, secrets, logger: loggerOptions(config.logLevel), onClose: release })
 
+  if (role === 'worker') return work(app, services.worker, config)
   const initial = await services.clients.ensureInitialClient(
     config.initialClientId && config.initialClientSecret ? { clientId: config.initialClientId, clientSecret: config.initialClientSecret } : null,
     config.environment === 'sandbox',
@@ -73,6 +88,7 @@ async function serve(config: Config): Promise<void> {
   process.on('SIGINT', () => shutdown('SIGINT'))
 
   await app.listen({ host: config.host, port: config.port })
+  if (role === 'all') services.worker.start()
   // Prices are recorded every minute (and history back-filled once) so that historical rates have points.
   stopPrices = services.rates.startRecording((error) => app.log.error({ err: error }, 'price recording failed'))
   const baseUrl = config.publicUrl
@@ -81,6 +97,7 @@ async function serve(config: Config): Promise<void> {
     `Tessera ${config.environment} is listening on ${baseUrl}`,
     `  API reference: ${baseUrl}/docs   OpenAPI: ${baseUrl}/openapi.json`,
     `  Database: ${database.engine === 'pglite' ? `embedded (${config.dataDir ?? 'in memory'})` : 'PostgreSQL'}`,
+    `  Background jobs: ${role === 'all' ? `run here (${config.workerConcurrency} at a time)` : 'not run here (start `tessera serve --role worker`)'}`,
   ]
   if (initial) {
     lines.push(
@@ -93,6 +110,32 @@ async function serve(config: Config): Promise<void> {
     )
   }
   process.stderr.write(`${lines.join('\n')}\n\n`)
+}
+
+/** The worker role: no HTTP listener, only the job loop, until SIGTERM or SIGINT. */
+function work(app: App, worker: Worker, config: Config): void {
+  let closing = false
+  const shutdown = (signal: string) => {
+    if (closing) return
+    closing = true
+    app.log.info({ signal }, 'shutting down: finishing or releasing running jobs')
+    const timer = setTimeout(() => {
+      app.log.error('shutdown timed out; exiting')
+      process.exit(1)
+    }, config.shutdownTimeoutMs + 5_000)
+    timer.unref()
+    app.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        app.log.error({ err: error }, 'shutdown failed')
+        process.exit(1)
+      },
+    )
+  }
+  process.on('SIGTERM', () => shutdown('SIGTERM'))
+  process.on('SIGINT', () => shutdown('SIGINT'))
+  worker.start()
+  process.stderr.write(`\nTessera ${config.environment} worker ${worker.id} is running background jobs (${config.workerConcurrency} at a time)\n\n`)
 }
 
 async function clients(config: Config, args: string[]): Promise<void> {
@@ -162,7 +205,7 @@ async function main(argv: string[]): Promise<void> {
   const config = loadConfig()
   switch (command) {
     case 'serve':
-      return serve(config)
+      return serve(config, roleOf(args))
     case 'migrate': {
       const { database, release, applied } = await openForCommand(config, 'stop the server first; it applies migrations itself when it starts.')
       await database.close()

@@ -373,6 +373,72 @@ ROUTES.push(
   accountRoute({ operationId: 'core.archive-account', method: 'DELETE', url: () => `/core/accounts/${preparedAccountId}`, scope: 'core.accounts:archive', success: 204, prepare: prepareAccount }),
 )
 
+// Deposit methods: of an account prepared for the acting user; reading needs one set up first.
+const depositMethodUrl = () => `/core/accounts/${preparedAccountId}/deposit-method?type=crypto&asset=BTC&network=bitcoin`
+async function prepareDepositMethod(ctx: TestContext, token: string, userId: string): Promise<void> {
+  await prepareAccount(ctx, token, userId)
+  const response = await ctx.request({ method: 'PUT', url: depositMethodUrl(), headers: bearer(token, userId) })
+  assert.equal(response.status, 201, response.body)
+}
+ROUTES.push(
+  accountRoute({ operationId: 'core.get-account-deposit-method', method: 'GET', url: depositMethodUrl, scope: 'core.accounts:deposit-method', success: 200, prepare: prepareDepositMethod }),
+  accountRoute({ operationId: 'core.setup-account-deposit-method', method: 'PUT', url: depositMethodUrl, scope: 'core.accounts:deposit-method', success: 201, prepare: prepareAccount }),
+)
+
+// Deposit test helpers: a deposit to a method prepared for the acting user.
+let preparedDestination: Record<string, unknown> = {}
+async function prepareDestination(ctx: TestContext, token: string, userId: string, asset: string, type: string, network: string): Promise<void> {
+  const opened = await ctx.request({ method: 'POST', url: '/core/accounts', headers: bearer(token, userId), payload: { label: 'Prepared', asset } })
+  assert.equal(opened.status, 201, opened.body)
+  const accountId = opened.json<{ account: { id: string } }>().account.id
+  const url = `/core/accounts/${accountId}/deposit-method?type=${type}&asset=${asset}&network=${network}`
+  const response = await ctx.request({ method: 'PUT', url, headers: bearer(token, userId) })
+  assert.equal(response.status, 201, response.body)
+  preparedDestination = response.json<{ depositMethod: { details: Record<string, unknown> } }>().depositMethod.details
+}
+ROUTES.push(
+  accountRoute({
+    operationId: 'core.simulate-crypto-deposit',
+    method: 'POST',
+    url: '/core/accounts/test-helpers/crypto-deposits',
+    scope: 'core.accounts:use-test-helpers',
+    success: 202,
+    prepare: (ctx, token, userId) => prepareDestination(ctx, token, userId, 'BTC', 'crypto', 'bitcoin'),
+    body: () => ({ network: 'bitcoin', address: preparedDestination.address, asset: 'BTC', amount: '0.01' }),
+    invalidBody: { body: { network: 'bitcoin', address: 42, asset: 'BTC', amount: '1' }, property: 'address', rule: 'type' },
+  }),
+  accountRoute({
+    operationId: 'core.simulate-bank-deposit',
+    method: 'POST',
+    url: '/core/accounts/test-helpers/bank-deposits',
+    scope: 'core.accounts:use-test-helpers',
+    success: 202,
+    prepare: (ctx, token, userId) => prepareDestination(ctx, token, userId, 'EUR', 'bank', 'sepa'),
+    body: () => ({ network: 'sepa', iban: preparedDestination.iban, asset: 'EUR', amount: '10' }),
+  }),
+)
+
+// Transactions: each case acts for a fresh user, with a deposit recorded to an account of theirs.
+let preparedTransactionId = ''
+async function prepareTransaction(ctx: TestContext, token: string, userId: string): Promise<void> {
+  await prepareAccount(ctx, token, userId)
+  const reference = `authorization-${preparedAccountId}`
+  const input = { organizationId: ctx.client.organizationId, userId, accountId: preparedAccountId, asset: 'BTC', amount: '0.01', network: 'bitcoin', reference }
+  preparedTransactionId = (await ctx.services.deposits.record(ctx.database.db, input)).transactionId
+}
+ROUTES.push(
+  accountRoute({ operationId: 'core.list-transactions', method: 'GET', url: '/core/transactions', scope: 'core.transactions:read', success: 200, prepare: prepareTransaction }),
+  accountRoute({ operationId: 'core.get-transaction', method: 'GET', url: () => `/core/transactions/${preparedTransactionId}`, scope: 'core.transactions:read', success: 200, prepare: prepareTransaction }),
+  accountRoute({
+    operationId: 'core.list-account-transactions',
+    method: 'GET',
+    url: () => `/core/accounts/${preparedAccountId}/transactions`,
+    scope: 'core.transactions:read',
+    success: 200,
+    prepare: prepareTransaction,
+  }),
+)
+
 async function putMetadata(ctx: TestContext, token: string, userId: string): Promise<void> {
   const response = await ctx.request({ method: 'PUT', url: '/core/users/me/metadata', headers: bearer(token, userId), payload: { externalId: 'crm-1' } })
   assert.ok(response.status === 201 || response.status === 200, response.body)

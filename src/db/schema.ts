@@ -224,6 +224,65 @@ export interface AccountsTable {
   updated_at: Timestamp
 }
 
+export interface JobsTable {
+  id: string
+  organization_id: string | null
+  type: string
+  payload: Json<Record<string, unknown>>
+  status: 'pending' | 'running' | 'completed' | 'failed'
+  attempts: number
+  max_attempts: number
+  run_at: Timestamp
+  locked_until: Date | null
+  locked_by: string | null
+  last_error: string | null
+  created_at: Timestamp
+  updated_at: Timestamp
+  finished_at: Date | null
+}
+
+export interface TransactionsTable {
+  organization_id: string
+  id: string
+  owner_id: string
+  type: string
+  status: 'processing' | 'on-hold' | 'completed' | 'failed'
+  reason: string | null
+  asset: string
+  /** numeric: read back as a decimal string. */
+  amount: string
+  account_id: string
+  network: string
+  origin: Json<Record<string, unknown>>
+  destination: Json<Record<string, unknown>>
+  reference: string
+  created_at: Timestamp
+  updated_at: Timestamp
+  completed_at: Date | null
+}
+
+export interface DepositMethodsTable {
+  organization_id: string
+  id: string
+  account_id: string
+  owner_id: string
+  type: 'crypto' | 'bank'
+  network: string
+  asset: string
+  reference: string | null
+  details: Json<Record<string, unknown>>
+  status: 'processing' | 'ok' | 'failed'
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface DepositDestinationsTable {
+  network: string
+  destination: string
+  organization_id: string
+  deposit_method_id: string
+}
+
 export interface Database {
   organizations: OrganizationsTable
   clients: ClientsTable
@@ -242,6 +301,10 @@ export interface Database {
   ledger_entries: LedgerEntriesTable
   ledger_holds: LedgerHoldsTable
   accounts: AccountsTable
+  jobs: JobsTable
+  transactions: TransactionsTable
+  deposit_methods: DepositMethodsTable
+  deposit_destinations: DepositDestinationsTable
 }
 
 export type Db = Kysely<Database>
@@ -263,3 +326,6 @@ export type LedgerAccountRow = Selectable<LedgerAccountsTable>
 export type LedgerTransactionRow = Selectable<LedgerTransactionsTable>
 export type LedgerHoldRow = Selectable<LedgerHoldsTable>
 export type AccountRow = Selectable<AccountsTable>
+export type JobRow = Selectable<JobsTable>
+export type TransactionRow = Selectable<TransactionsTable>
+export type DepositMethodRow = Selectable<DepositMethodsTable>

@@ -7,6 +7,8 @@ import * as m0005 from './0005_files_and_terms.ts'
 import * as m0006 from './0006_kyc_connector.ts'
 import * as m0007 from './0007_kyc.ts'
 import * as m0008 from './0008_ledger_and_accounts.ts'
+import * as m0009 from './0009_jobs_and_transactions.ts'
+import * as m0010 from './0010_deposit_methods.ts'
 
 /** Numbered, forward-only migrations; append new ones, never edit an applied one. */
 const migrations: Record<string, Migration> = {
@@ -18,6 +20,8 @@ const migrations: Record<string, Migration> = {
   '0006_kyc_connector': m0006,
   '0007_kyc': m0007,
   '0008_ledger_and_accounts': m0008,
+  '0009_jobs_and_transactions': m0009,
+  '0010_deposit_methods': m0010,
 }
 
 export const migrationProvider: MigrationProvider = {

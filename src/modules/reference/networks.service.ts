@@ -1,5 +1,5 @@
 import { ApiError, notFound } from '../../http/errors.ts'
-import { validateAddress, type AddressCheck, type Chain } from './addresses.ts'
+import { validateAddress, type AddressCheck, type AddressFamily, type Chain } from './addresses.ts'
 import type { Network, NetworkDefinition } from './networks.schemas.ts'
 import { ReferenceDataError } from './reference-data.ts'
 
@@ -51,6 +51,17 @@ export class NetworksService {
   /** The type of a network of the catalogue, or undefined. */
   networkType(code: string): string | undefined {
     return this.definitions.get(code)?.type
+  }
+
+  /** How addresses of a crypto network of the catalogue are written; undefined for other networks. */
+  addressFamily(code: string): AddressFamily | undefined {
+    const definition = this.definitions.get(code)
+    return definition?.type === 'crypto' ? definition.addressFamily : undefined
+  }
+
+  /** The chain this deployment uses: test chains in sandbox, main chains in production. */
+  get deploymentChain(): Chain {
+    return this.chain
   }
 
   list(types?: readonly string[]): Network[] {

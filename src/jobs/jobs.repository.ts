@@ -1,0 +1,101 @@
+import { sql } from 'kysely'
+import type { Executor, JobRow } from '../db/schema.ts'
+
+export async function insertJob(db: Executor, row: { id: string; organizationId: string | null; type: string; payload: Record<string, unknown>; maxAttempts: number; runAt: Date; at: Date }): Promise<void> {
+  await db
+    .insertInto('jobs')
+    .values({
+      id: row.id,
+      organization_id: row.organizationId,
+      type: row.type,
+      payload: JSON.stringify(row.payload),
+      status: 'pending',
+      attempts: 0,
+      max_attempts: row.maxAttempts,
+      run_at: row.runAt,
+      locked_until: null,
+      locked_by: null,
+      last_error: null,
+      created_at: row.at,
+      updated_at: row.at,
+      finished_at: null,
+    })
+    .execute()
+}
+
+/**
+ * Claims up to `limit` due jobs for one worker: pending ones whose time has come, and running ones whose lease
+ * has passed (their worker died or hung). `SKIP LOCKED` lets workers claim side by side without waiting on or
+ * taking each other's rows; the lease is what keeps a claimed job away from the others once this commits.
+ */
+export async function claimDue(db: Executor, input: { workerId: string; limit: number; leaseMs: number; types: readonly string[] }): Promise<JobRow[]> {
+  if (input.limit < 1 || input.types.length === 0) return []
+  const result = await sql<JobRow>`
+    update jobs set status = 'running', attempts = attempts + 1, locked_by = ${input.workerId},
+      locked_until = now() + make_interval(secs => ${input.leaseMs / 1000}::double precision), updated_at = now()
+    where id in (
+      select id from jobs
+      where type in (${sql.join(input.types)})
+        and ((status = 'pending' and run_at <= now()) or (status = 'running' and locked_until <= now()))
+      order by run_at, id
+      limit ${input.limit}
+      for update skip locked
+    )
+    returning *`.execute(db)
+  return result.rows
+}
+
+/** Extends the lease of jobs this worker still holds, so that a long job is not taken over while it runs. */
+export async function extendLeases(db: Executor, workerId: string, ids: readonly string[], leaseMs: number): Promise<void> {
+  if (ids.length === 0) return
+  await sql`update jobs set locked_until = now() + make_interval(secs => ${leaseMs / 1000}::double precision)
+    where id in (${sql.join(ids)}) and locked_by = ${workerId} and status = 'running'`.execute(db)
+}
+
+/** Marks a job done; false when this worker no longer held it (its lease had passed and another took it). */
+export async function complete(db: Executor, id: string, workerId: string, at: Date): Promise<boolean> {
+  const result = await db
+    .updateTable('jobs')
+    .set({ status: 'completed', locked_by: null, locked_until: null, last_error: null, updated_at: at, finished_at: at })
+    .where('id', '=', id)
+    .where('locked_by', '=', workerId)
+    .where('status', '=', 'running')
+    .executeTakeFirst()
+  return result.numUpdatedRows > 0n
+}
+
+export async function reschedule(db: Executor, id: string, workerId: string, runAt: Date, error: string, at: Date): Promise<void> {
+  await db
+    .updateTable('jobs')
+    .set({ status: 'pending', run_at: runAt, locked_by: null, locked_until: null, last_error: error, updated_at: at })
+    .where('id', '=', id)
+    .where('locked_by', '=', workerId)
+    .where('status', '=', 'running')
+    .execute()
+}
+
+export async function fail(db: Executor, id: string, workerId: string, error: string, at: Date): Promise<void> {
+  await db
+    .updateTable('jobs')
+    .set({ status: 'failed', locked_by: null, locked_until: null, last_error: error, updated_at: at, finished_at: at })
+    .where('id', '=', id)
+    .where('locked_by', '=', workerId)
+    .where('status', '=', 'running')
+    .execute()
+}
+
+/** Gives claimed jobs back untouched (a stopping worker): due at once, the attempt not counted. */
+export async function release(db: Executor, workerId: string, ids: readonly string[], at: Date): Promise<void> {
+  if (ids.length === 0) return
+  await db
+    .updateTable('jobs')
+    .set((eb) => ({ status: 'pending', attempts: eb('attempts', '-', 1), run_at: at, locked_by: null, locked_until: null, updated_at: at }))
+    .where('id', 'in', ids)
+    .where('locked_by', '=', workerId)
+    .where('status', '=', 'running')
+    .execute()
+}
+
+export function findJob(db: Executor, id: string): Promise<JobRow | undefined> {
+  return db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirst()
+}

@@ -1,0 +1,149 @@
+import Type, { type Static } from 'typebox'
+import { Pagination, PaginationQuery } from '../../http/pagination.ts'
+import { component, Timestamp, Uuid } from '../../http/schemas.ts'
+
+export const TRANSACTION_STATUSES = ['processing', 'on-hold', 'completed', 'failed'] as const
+export type TransactionStatus = (typeof TRANSACTION_STATUSES)[number]
+
+/** Why a transaction failed; consumers must treat values they do not know as `unspecified-error`. */
+export const TRANSACTION_STATUS_REASONS = [
+  'apm-account-holder-data-mismatch',
+  'apm-authorization-failed',
+  'apm-missing-account-holder-data',
+  'apm-payment-method-declined',
+  'bank-account-holder-name-mismatch',
+  'beneficiary-country-restricted',
+  'card-declined-by-bank',
+  'card-expired',
+  'card-permanently-declined-by-bank',
+  'card-unauthorized',
+  'card-unsupported',
+  'card-withdrawals-unsupported',
+  'insufficient-funds',
+  'pending-requests-for-information',
+  'provider-maximum-limit-exceeded',
+  'screening-verification-failed',
+  'travel-rule-verification-failed',
+  'unspecified-error',
+  'velocity',
+] as const
+export type TransactionStatusReason = (typeof TRANSACTION_STATUS_REASONS)[number]
+
+const Amount = (description: string) => Type.String({ pattern: '^(0|[1-9][0-9]*)(\\.[0-9]+)?$', description })
+
+const AccountNode = component(
+  'transaction-node-account',
+  Type.Object(
+    { type: Type.Literal('account'), id: { ...Uuid, description: 'The account.' }, ownerId: { ...Uuid, description: 'The user that owns the account.' } },
+    { description: 'A user\'s account.' },
+  ),
+)
+const BankAddressNode = component(
+  'transaction-node-bank-address',
+  Type.Object({ type: Type.Literal('bank-address'), network: Type.String({ description: 'The bank network (rail) of the transfer.' }) }, { description: 'A bank transfer.' }),
+)
+const CryptoAddressNode = component(
+  'transaction-node-crypto-address',
+  Type.Object(
+    {
+      type: Type.Literal('crypto-address'),
+      network: Type.String({ description: 'The network the address is on.' }),
+      address: Type.Optional(Type.String({ description: 'The address (not always known for deposits).' })),
+      reference: Type.Optional(Type.String({ description: 'The destination tag, memo or message, when the network uses one.' })),
+    },
+    { description: 'A crypto address.' },
+  ),
+)
+const ExternalAccountNode = component(
+  'transaction-node-external-account',
+  Type.Object(
+    {
+      type: Type.Literal('external-account'),
+      id: { ...Uuid, description: 'The external account.' },
+      ownerId: { ...Uuid, description: 'The user that owns the external account.' },
+      network: Type.Optional(Type.String({ description: 'The network used with the external account.' })),
+    },
+    { description: 'A user\'s external account (card, bank account, wallet).' },
+  ),
+)
+
+export const TransactionNode = Type.Union([AccountNode, BankAddressNode, CryptoAddressNode, ExternalAccountNode], { description: 'Where the money comes from or goes to.' })
+export type TransactionNode = Static<typeof TransactionNode>
+
+const Endpoint = (name: string, description: string) =>
+  component(
+    name,
+    Type.Object(
+      {
+        asset: Type.String({ description: 'The asset at this end.' }),
+        amount: Amount('The amount at this end, as a decimal string.'),
+        rate: Type.String({ description: 'The rate of this end against the other one.' }),
+        node: TransactionNode,
+      },
+      { description },
+    ),
+  )
+
+export const Transaction = component(
+  'transaction',
+  Type.Object(
+    {
+      id: Uuid,
+      type: Type.String({ description: 'What the transaction is: `deposit`, …' }),
+      origin: Endpoint('transaction-origin-endpoint', 'Where the money comes from.'),
+      destination: Endpoint('transaction-destination-endpoint', 'Where the money goes.'),
+      denomination: component(
+        'transaction-denomination',
+        Type.Object(
+          {
+            asset: Type.String({ description: 'The asset the transaction is denominated in.' }),
+            amount: Amount('The amount of the transaction.'),
+            rate: Type.String({ description: 'The rate against the target end.' }),
+            target: Type.Union([Type.Literal('origin'), Type.Literal('destination')], { description: 'Whether the origin pays or the destination receives exactly this amount.' }),
+          },
+          { description: 'The amount the transaction was asked for.' },
+        ),
+      ),
+      fees: component(
+        'transaction-fees',
+        Type.Array(
+          Type.Object({
+            type: Type.Union([Type.Literal('deposit'), Type.Literal('exchange'), Type.Literal('network'), Type.Literal('withdrawal')]),
+            code: Type.String(),
+            asset: Type.String(),
+            amount: Amount('The amount of the fee.'),
+            percentage: Type.Optional(Type.String()),
+          }),
+          { description: 'The fees charged for the transaction.' },
+        ),
+      ),
+      status: Type.Union(
+        [Type.Literal('processing'), Type.Literal('on-hold'), Type.Literal('completed'), Type.Literal('failed')],
+        { description: '`processing` until it settles, then `completed` or `failed`; `on-hold` while it waits for a review.' },
+      ),
+      statusDetails: Type.Optional(
+        Type.Object(
+          { reason: Type.Optional(component('transaction-status-reason', Type.Unsafe<TransactionStatusReason>(Type.String({ enum: [...TRANSACTION_STATUS_REASONS], description: 'Why the transaction failed.' })))) },
+          { description: 'Details of the status: why it failed.' },
+        ),
+      ),
+      quotedAt: Timestamp,
+      createdAt: Timestamp,
+      updatedAt: Timestamp,
+      completedAt: Type.Optional(Timestamp),
+    },
+    { description: 'A movement of money of a user, as it progresses.' },
+  ),
+)
+export type Transaction = Static<typeof Transaction>
+
+const StatusFilter = Type.String({
+  pattern: `^(${TRANSACTION_STATUSES.join('|')})(,(${TRANSACTION_STATUSES.join('|')}))*$`,
+  description: 'Only transactions in these statuses (comma-separated).',
+})
+
+export const ListTransactionsQuery = Type.Object({ status: Type.Optional(StatusFilter), ...PaginationQuery })
+export const ListTransactionsResponse = component('list-transactions-response', Type.Object({ transactions: Type.Array(Transaction), pagination: Pagination }))
+export const TransactionResponse = component('transaction-response', Type.Object({ transaction: Transaction }))
+export const TransactionParams = Type.Object({ transactionId: Type.String({ format: 'uuid', description: 'The id of the transaction.' }) })
+export const AccountTransactionsParams = Type.Object({ accountId: Type.String({ format: 'uuid', description: 'The id of the account.' }) })

@@ -1,0 +1,193 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { openDatabase, type DatabaseHandle } from '../src/db/database.ts'
+import type { Db } from '../src/db/schema.ts'
+import { claimDue, findJob } from '../src/jobs/jobs.repository.ts'
+import { enqueue, JobHandlers, type JobHandler } from '../src/jobs/queue.ts'
+import { Worker } from '../src/jobs/worker.ts'
+import { ENGINES, openTestDatabase, TEST_DATABASE_URL, testConfig } from './helpers.ts'
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+let typeCounter = 0
+/** A job type of its own per test, so that tests sharing a database never run each other's jobs. */
+const freshType = () => `test.job-${++typeCounter}`
+
+function workerFor(db: Db, handlers: Record<string, JobHandler>, options: Partial<ConstructorParameters<typeof Worker>[0]> = {}): Worker {
+  const registry = new JobHandlers()
+  for (const [type, handler] of Object.entries(handlers)) registry.register(type, handler)
+  return new Worker({ db, handlers: registry, pollIntervalMs: 20, concurrency: 4, leaseMs: 5_000, retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5 }, ...options })
+}
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('timed out waiting')
+    await sleep(10)
+  }
+}
+
+for (const engine of ENGINES) {
+  describe(`background jobs [${engine}]`, () => {
+    let database: DatabaseHandle
+    let cleanup: () => Promise<void>
+    before(async () => ({ database, cleanup } = await openTestDatabase(engine, testConfig())))
+    after(async () => {
+      await database.close()
+      await cleanup()
+    })
+
+    test('a job enqueued in a transaction exists only if the transaction commits', async () => {
+      const type = freshType()
+      let rolledBack = ''
+      await assert.rejects(
+        database.db.transaction().execute(async (tx) => {
+          rolledBack = await enqueue(tx, { type, payload: {} })
+          throw new Error('rolled back')
+        }),
+      )
+      const committed = await database.db.transaction().execute((tx) => enqueue(tx, { type, payload: { n: 1 } }))
+      assert.equal(await findJob(database.db, rolledBack), undefined)
+      assert.equal((await findJob(database.db, committed))?.status, 'pending')
+    })
+
+    test('the loop runs due jobs with the handler of their type and marks them completed', async () => {
+      const type = freshType()
+      const seen: unknown[] = []
+      const worker = workerFor(database.db, { [type]: async (job) => void seen.push(job.payload) })
+      const ids = await Promise.all([1, 2, 3].map((n) => enqueue(database.db, { type, payload: { n } })))
+      const later = await enqueue(database.db, { type, payload: { n: 4 }, runAt: new Date(Date.now() + 60_000) })
+      worker.start()
+      await waitFor(async () => (await Promise.all(ids.map((id) => findJob(database.db, id)))).every((job) => job?.status === 'completed'))
+      await worker.stop(1000)
+      assert.deepEqual(seen.map((p) => (p as { n: number }).n).sort(), [1, 2, 3])
+      const job = await findJob(database.db, ids[0]!)
+      assert.equal(job?.attempts, 1)
+      assert.ok(job?.finished_at)
+      assert.equal(job?.locked_by, null)
+      assert.equal((await findJob(database.db, later))?.status, 'pending')
+    })
+
+    test('a failing job is retried later, then marked failed after its last attempt and never lost', async () => {
+      const type = freshType()
+      let calls = 0
+      const errors: unknown[] = []
+      const logger = { info: () => {}, warn: () => {}, error: (o: object) => void errors.push(o) }
+      const worker = workerFor(database.db, { [type]: async () => { calls++; throw new Error('rail unavailable') } }, { logger, retry: { maxAttempts: 3, baseDelayMs: 50, maxDelayMs: 50 } })
+      const id = await enqueue(database.db, { type, payload: {}, maxAttempts: 3 })
+      await worker.drain()
+      const afterFirst = await findJob(database.db, id)
+      assert.equal(afterFirst?.status, 'pending')
+      assert.equal(afterFirst?.attempts, 1)
+      assert.equal(afterFirst?.last_error, 'Error: rail unavailable')
+      assert.ok(afterFirst!.run_at.getTime() > Date.now() - 10, 'retried later, not at once')
+      worker.start()
+      await waitFor(async () => (await findJob(database.db, id))?.status === 'failed')
+      await worker.stop(1000)
+      assert.equal(calls, 3)
+      const failed = await findJob(database.db, id)
+      assert.equal(failed?.attempts, 3)
+      assert.equal(failed?.last_error, 'Error: rail unavailable')
+      assert.equal(errors.length, 1)
+    })
+
+    test('a job whose worker died is taken over once its lease has passed', async () => {
+      const type = freshType()
+      const id = await enqueue(database.db, { type, payload: {} })
+      const [claimed] = await claimDue(database.db, { workerId: 'dead-worker', limit: 1, leaseMs: 300, types: [type] })
+      assert.equal(claimed?.id, id)
+      let runs = 0
+      const worker = workerFor(database.db, { [type]: async () => void runs++ })
+      assert.equal(await worker.drain(), 0, 'still leased to the dead worker')
+      await sleep(400)
+      assert.equal(await worker.drain(), 1)
+      const job = await findJob(database.db, id)
+      assert.equal(job?.status, 'completed')
+      assert.equal(job?.attempts, 2)
+      assert.equal(runs, 1)
+    })
+
+    test('stopping finishes running jobs, or gives back those that outlast the timeout', async () => {
+      const type = freshType()
+      let release!: () => void
+      const blocked = new Promise<void>((resolve) => (release = resolve))
+      const worker = workerFor(database.db, { [type]: () => blocked })
+      const id = await enqueue(database.db, { type, payload: {} })
+      worker.start()
+      await waitFor(async () => (await findJob(database.db, id))?.status === 'running')
+      await worker.stop(50)
+      const job = await findJob(database.db, id)
+      assert.equal(job?.status, 'pending')
+      assert.equal(job?.attempts, 0)
+      assert.equal(job?.locked_by, null)
+      release()
+
+      const quick = workerFor(database.db, { [type]: async () => void (await sleep(100)) })
+      quick.start()
+      await waitFor(async () => (await findJob(database.db, id))?.status === 'running')
+      await quick.stop(5_000)
+      assert.equal((await findJob(database.db, id))?.status, 'completed')
+    })
+
+    test('a worker claims only the types it has handlers for', async () => {
+      const mine = freshType()
+      const other = freshType()
+      const id = await enqueue(database.db, { type: other, payload: {} })
+      const worker = workerFor(database.db, { [mine]: async () => {} })
+      assert.equal(await worker.drain(), 0)
+      assert.equal((await findJob(database.db, id))?.status, 'pending')
+    })
+
+    test('enqueue refuses a job that could never run', async () => {
+      await assert.rejects(enqueue(database.db, { type: freshType(), payload: {}, maxAttempts: 0 }), RangeError)
+    })
+  })
+}
+
+if (TEST_DATABASE_URL) {
+  describe('background jobs with several workers [postgres]', () => {
+    let database: DatabaseHandle
+    let second: DatabaseHandle
+    let cleanup: () => Promise<void>
+    before(async () => {
+      ;({ database, cleanup } = await openTestDatabase('postgres', testConfig()))
+      second = await openDatabase({ ...testConfig(), databaseUrl: TEST_DATABASE_URL!, databasePoolSize: 4, searchPath: database.schema! })
+    })
+    after(async () => {
+      await second.close()
+      await database.close()
+      await cleanup()
+    })
+
+    test('two workers on separate connection pools run every job once, never the same job at the same time', async () => {
+      const type = freshType()
+      const running = new Set<string>()
+      const runs = new Map<string, number>()
+      const byWorker = new Map<string, number>()
+      let overlaps = 0
+      const handler = (name: string): JobHandler => async (job) => {
+        if (running.has(job.id)) overlaps++
+        running.add(job.id)
+        runs.set(job.id, (runs.get(job.id) ?? 0) + 1)
+        byWorker.set(name, (byWorker.get(name) ?? 0) + 1)
+        await sleep(Math.random() * 5)
+        running.delete(job.id)
+      }
+      const ids: string[] = []
+      for (let i = 0; i < 200; i++) ids.push(await enqueue(database.db, { type, payload: { i } }))
+      const a = workerFor(database.db, { [type]: handler('a') }, { concurrency: 4 })
+      const b = workerFor(second.db, { [type]: handler('b') }, { concurrency: 4 })
+      a.start()
+      b.start()
+      await waitFor(async () => {
+        const left = await database.db.selectFrom('jobs').select('id').where('type', '=', type).where('status', '!=', 'completed').execute()
+        return left.length === 0
+      }, 30_000)
+      await Promise.all([a.stop(1000), b.stop(1000)])
+      assert.equal(overlaps, 0)
+      assert.equal(runs.size, 200)
+      assert.ok([...runs.values()].every((n) => n === 1), 'every job ran exactly once')
+      assert.ok((byWorker.get('a') ?? 0) > 0 && (byWorker.get('b') ?? 0) > 0, `both workers took part: ${JSON.stringify([...byWorker])}`)
+    })
+  })
+}
