@@ -1,4 +1,4 @@
-// Deposit settlement benchmark: settled deposits per second through DepositsService and the job worker on
+// Deposit settlement benchmark: settled deposits per second through the API and the job worker on
 // PostgreSQL, each as a ratio to a raw SQL baseline that writes the same ledger rows and balance updates
 // directly through `pg` in the same run. See bench/README.md ("Deposit settlement").
 import { spawn } from 'node:child_process'
@@ -67,11 +67,16 @@ interface Fixture {
   organizationId: string
   userId: string
   accounts: string[]
+  /** The bitcoin deposit address of each account, by account id. */
+  addresses: Map<string, string>
+  /** Where the app listens, and the headers that act for the user. */
+  baseUrl: string
+  headers: Record<string, string>
   close: () => Promise<void>
 }
 
 async function fixture(url: string): Promise<Fixture> {
-  const config = loadConfig({ DATA_DIR: ':memory:', DATABASE_URL: url, DATABASE_POOL_SIZE: String(settings.concurrency + 4), LOG_LEVEL: 'silent', WORKER_CONCURRENCY: String(settings.concurrency), WORKER_POLL_INTERVAL_MS: '10' })
+  const config = loadConfig({ DATA_DIR: ':memory:', DATABASE_URL: url, DATABASE_POOL_SIZE: String(settings.concurrency + 4), LOG_LEVEL: 'silent', WORKER_CONCURRENCY: String(settings.concurrency), WORKER_POLL_INTERVAL_MS: '10', RATE_LIMIT_PER_MINUTE: '0' })
   const database = await openDatabase(config)
   await migrateToLatest(database)
   const { app, services } = await buildApp({ config, database, secrets: loadOrCreateSecrets(null, config) })
@@ -98,26 +103,49 @@ async function fixture(url: string): Promise<Fixture> {
     if (response.statusCode !== 201) throw new Error(`creating an account failed: ${response.body}`)
     accounts.push(response.json<{ account: { id: string } }>().account.id)
   }
-  return { services, db: database.db, organizationId: client.organizationId, userId, accounts, close: () => app.close() }
+  const addresses = new Map<string, string>()
+  for (const accountId of accounts) {
+    const method = await app.inject({
+      method: 'PUT',
+      url: `/core/accounts/${accountId}/deposit-method?type=crypto&asset=BTC&network=bitcoin`,
+      headers: { authorization: `Bearer ${token}`, 'x-on-behalf-of': `user ${userId}` },
+    })
+    if (method.statusCode !== 201) throw new Error(`issuing a deposit address failed: ${method.body}`)
+    addresses.set(accountId, method.json<{ depositMethod: { details: { address: string } } }>().depositMethod.details.address)
+  }
+  const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 })
+  const headers = { authorization: `Bearer ${token}`, 'x-on-behalf-of': `user ${userId}`, 'content-type': 'application/json' }
+  return { services, db: database.db, organizationId: client.organizationId, userId, accounts, addresses, baseUrl, headers, close: () => app.close() }
 }
 
-/** Records the deposits (not timed), then times the worker from start until none is processing. */
-async function throughService(f: Fixture, targets: readonly string[], label: string): Promise<number> {
-  const ids: string[] = []
-  for (let i = 0; i < settings.deposits; i += 50) {
-    const batch = Array.from({ length: Math.min(50, settings.deposits - i) }, (_, j) => targets[(i + j) % targets.length]!)
-    ids.push(
-      ...(await Promise.all(
-        batch.map(async (accountId) =>
-          (await f.services.deposits.record(f.db, { organizationId: f.organizationId, userId: f.userId, accountId, asset: 'BTC', amount: '0.001', network: 'bitcoin', reference: `${label}-${randomUUID()}` })).transactionId,
-        ),
-      )),
-    )
-  }
+const API_CLIENTS = 16
+
+/**
+ * Sends every deposit through the API (the sandbox crypto-deposit endpoint: 202, recorded with its settlement job)
+ * while a worker settles them, and times from the first request until none is processing.
+ */
+async function throughApi(f: Fixture, targets: readonly string[]): Promise<number> {
   // A worker of its own per scenario: a stopped worker does not start again.
   const worker = new Worker({ db: f.db, handlers: f.services.jobs, pollIntervalMs: 10, concurrency: settings.concurrency, leaseMs: 60_000 })
-  const started = performance.now()
   worker.start()
+  let next = 0
+  const started = performance.now()
+  await Promise.all(
+    Array.from({ length: API_CLIENTS }, async () => {
+      for (;;) {
+        const n = next++
+        if (n >= settings.deposits) return
+        const address = f.addresses.get(targets[n % targets.length]!)!
+        const response = await fetch(`${f.baseUrl}/core/accounts/test-helpers/crypto-deposits`, {
+          method: 'POST',
+          headers: f.headers,
+          body: JSON.stringify({ network: 'bitcoin', address, asset: 'BTC', amount: '0.001' }),
+        })
+        if (response.status !== 202) throw new Error(`a deposit was refused: ${response.status} ${await response.text()}`)
+        await response.arrayBuffer()
+      }
+    }),
+  )
   for (;;) {
     const left = await f.db.selectFrom('transactions').select((eb) => eb.fn.countAll<string>().as('n')).where('status', '=', 'processing').executeTakeFirstOrThrow()
     if (Number(left.n) === 0) break
@@ -125,7 +153,7 @@ async function throughService(f: Fixture, targets: readonly string[], label: str
   }
   const seconds = (performance.now() - started) / 1000
   await worker.stop(10_000)
-  return ids.length / seconds
+  return settings.deposits / seconds
 }
 
 /**
@@ -189,8 +217,8 @@ async function main(): Promise<void> {
     for (const [scenario, targets] of [['many accounts', f.accounts], ['one hot account', [f.accounts[0]!]]] as const) {
       log(`${scenario}: raw SQL baseline`)
       const baseline = await rawSql(url.href, f, targets)
-      log(`${scenario}: service and worker`)
-      const service = await throughService(f, targets, scenario.replace(/ /g, '-'))
+      log(`${scenario}: through the API and the worker`)
+      const service = await throughApi(f, targets)
       rows.push({ scenario, service, baseline })
     }
     const violations = await f.services.ledger.check()
