@@ -220,7 +220,6 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
     db: database.db,
     publicUrl: config.publicUrl,
     users: userDirectoryOf(users),
-    residences: countries,
     capabilities,
   })
   const ledger = new LedgerService({ db: database.db, assets: { decimalsOf: (code) => assetCatalogue.find(code)?.decimals } })

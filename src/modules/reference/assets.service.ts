@@ -83,8 +83,6 @@ export interface AssetsServiceDeps {
   /** Base URL of this deployment: logos are served from it. */
   publicUrl: string
   users?: UserDirectory
-  /** Where residents may not be served at all (the countries' residence restrictions). */
-  residences?: { closedToResidents(residence: Residence): boolean }
   /** The capabilities not restricted for the acting user: a feature whose capability is restricted is left out. */
   capabilities?: { enabledFor(principal: Principal): Promise<ReadonlySet<string>> }
   now?: () => Date
@@ -113,7 +111,6 @@ export class AssetsService {
   private readonly db: Db
   private readonly publicUrl: string
   private readonly users: UserDirectory
-  private readonly residences: { closedToResidents(residence: Residence): boolean }
   private readonly capabilities: AssetsServiceDeps['capabilities'] | null
   private readonly now: () => Date
 
@@ -123,7 +120,6 @@ export class AssetsService {
     this.db = deps.db
     this.publicUrl = deps.publicUrl
     this.users = deps.users ?? NO_USER_DIRECTORY
-    this.residences = deps.residences ?? { closedToResidents: () => false }
     this.capabilities = deps.capabilities ?? null
     this.now = deps.now ?? (() => new Date())
   }
@@ -151,12 +147,9 @@ export class AssetsService {
   private present(definition: AssetDefinition, user: UserStanding | null, now: Date): Asset {
     const { code, name, type, symbol, decimals, delisted } = definition
     const cooldowns = user === null ? [] : activeCooldowns(definition, user, this.catalogue.file.cooldowns, now)
+    // A refused residence restricts every capability (user-country-not-supported), so it leaves no feature.
     const features =
-      user === null
-        ? [...definition.features]
-        : user.residence !== null && this.residences.closedToResidents(user.residence)
-          ? []
-          : featuresFor(definition, user.residence, this.catalogue.file.restrictions, cooldowns, user.enabledCapabilities)
+      user === null ? [...definition.features] : featuresFor(definition, user.residence, this.catalogue.file.restrictions, cooldowns, user.enabledCapabilities)
     return { code, name, type, ...(symbol ? { symbol } : {}), decimals, delisted, logo: this.logoUrl(code), features, cooldowns }
   }
 
