@@ -65,27 +65,8 @@ async function serve(config: Config, role: Role): Promise<void> {
   )
 
   let stopPrices: () => Promise<void> = async () => {}
-  let closing = false
-  const shutdown = (signal: string) => {
-    if (closing) return
-    closing = true
-    app.log.info({ signal }, 'shutting down: finishing in-flight requests')
-    const timer = setTimeout(() => {
-      app.log.error('shutdown timed out; exiting')
-      process.exit(1)
-    }, config.shutdownTimeoutMs)
-    timer.unref()
-    // Price recording writes to the database, so it stops before the app closes it.
-    stopPrices().then(() => app.close()).then(
-      () => process.exit(0),
-      (error: unknown) => {
-        app.log.error({ err: error }, 'shutdown failed')
-        process.exit(1)
-      },
-    )
-  }
-  process.on('SIGTERM', () => shutdown('SIGTERM'))
-  process.on('SIGINT', () => shutdown('SIGINT'))
+  // Price recording writes to the database, so it stops before the app closes it.
+  exitOnSignals(app, 'shutting down: finishing in-flight requests', config.shutdownTimeoutMs, () => stopPrices())
 
   await app.listen({ host: config.host, port: config.port })
   if (role === 'all') services.worker.start()
@@ -112,19 +93,22 @@ async function serve(config: Config, role: Role): Promise<void> {
   process.stderr.write(`${lines.join('\n')}\n\n`)
 }
 
-/** The worker role: no HTTP listener, only the job loop, until SIGTERM or SIGINT. */
-function work(app: App, worker: Worker, config: Config): void {
+/**
+ * On the first SIGTERM or SIGINT: runs `before`, closes the app (which lets in-flight work finish) and exits 0, or
+ * exits 1 when that fails or takes longer than `timeoutMs`.
+ */
+function exitOnSignals(app: App, message: string, timeoutMs: number, before: () => Promise<void> = async () => {}): void {
   let closing = false
   const shutdown = (signal: string) => {
     if (closing) return
     closing = true
-    app.log.info({ signal }, 'shutting down: finishing or releasing running jobs')
+    app.log.info({ signal }, message)
     const timer = setTimeout(() => {
       app.log.error('shutdown timed out; exiting')
       process.exit(1)
-    }, config.shutdownTimeoutMs + 5_000)
+    }, timeoutMs)
     timer.unref()
-    app.close().then(
+    before().then(() => app.close()).then(
       () => process.exit(0),
       (error: unknown) => {
         app.log.error({ err: error }, 'shutdown failed')
@@ -134,6 +118,12 @@ function work(app: App, worker: Worker, config: Config): void {
   }
   process.on('SIGTERM', () => shutdown('SIGTERM'))
   process.on('SIGINT', () => shutdown('SIGINT'))
+}
+
+/** The worker role: no HTTP listener, only the job loop, until SIGTERM or SIGINT. */
+function work(app: App, worker: Worker, config: Config): void {
+  // Running jobs get the shutdown timeout to finish, and a few seconds more to be given back.
+  exitOnSignals(app, 'shutting down: finishing or releasing running jobs', config.shutdownTimeoutMs + 5_000)
   worker.start()
   process.stderr.write(`\nTessera ${config.environment} worker ${worker.id} is running background jobs (${config.workerConcurrency} at a time)\n\n`)
 }

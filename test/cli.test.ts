@@ -1,69 +1,18 @@
 import assert from 'node:assert/strict'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
-import fs from 'node:fs'
 import net from 'node:net'
-import os from 'node:os'
-import path from 'node:path'
 import { after, describe, test } from 'node:test'
-import pg from 'pg'
 import { openDatabase } from '../src/db/database.ts'
-import { ENGINES, TEST_DATABASE_URL, USER_IP } from './helpers.ts'
+import { ENGINES, USER_IP } from './helpers.ts'
+import { cli, deployment as scratchDeployment, freePort, MAIN, ROOT } from './processes.ts'
 
-const ROOT = path.resolve(import.meta.dirname, '..')
-const MAIN = path.join(ROOT, 'src', 'main.ts')
-
-interface Run {
-  code: number | null
-  stdout: string
-  stderr: string
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer()
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    })
-    server.on('error', reject)
-  })
-}
-
-/** A deployment's environment: its own data directory and, on PostgreSQL, its own database. */
+/** A deployment that can serve: its own data directory, database and port. */
 async function deployment(engine: string): Promise<{ env: Record<string, string>; dataDir: string; cleanup: () => Promise<void> }> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-cli-'))
-  const env: Record<string, string> = { DATA_DIR: dataDir, HOST: '127.0.0.1', LOG_LEVEL: 'warn', PORT: String(await freePort()) }
-  let dropDatabase = async () => {}
-  if (engine === 'postgres') {
-    const name = `cli_${randomBytes(5).toString('hex')}`
-    const admin = new pg.Client({ connectionString: TEST_DATABASE_URL })
-    await admin.connect()
-    await admin.query(`create database ${name}`)
-    await admin.end()
-    const url = new URL(TEST_DATABASE_URL!)
-    url.pathname = `/${name}`
-    env.DATABASE_URL = url.href
-    dropDatabase = async () => {
-      const client = new pg.Client({ connectionString: TEST_DATABASE_URL })
-      await client.connect()
-      await client.query(`drop database if exists ${name} with (force)`)
-      await client.end()
-    }
-  }
-  env.PUBLIC_URL = `http://127.0.0.1:${env.PORT}`
-  return { env, dataDir, cleanup: async () => { await dropDatabase(); fs.rmSync(dataDir, { recursive: true, force: true }) } }
-}
-
-function cli(args: string[], env: Record<string, string>): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [MAIN, ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-    child.on('exit', (code) => resolve({ code, stdout, stderr }))
-  })
+  const scratch = await scratchDeployment(engine, 'cli')
+  const port = String(await freePort())
+  Object.assign(scratch.env, { HOST: '127.0.0.1', PORT: port, PUBLIC_URL: `http://127.0.0.1:${port}` })
+  return scratch
 }
 
 interface Server {

@@ -1,60 +1,17 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
 import { after, describe, test } from 'node:test'
 import { sql } from 'kysely'
-import pg from 'pg'
 import { migrateToLatest, openDatabase } from '../src/db/database.ts'
 import { lockDataDir } from '../src/lib/data-dir.ts'
 import { uuidv7 } from '../src/lib/ids.ts'
 import { LedgerService } from '../src/modules/ledger/ledger.service.ts'
-import { ENGINES, TEST_DATABASE_URL } from './helpers.ts'
-
-const ROOT = path.resolve(import.meta.dirname, '..')
-const MAIN = path.join(ROOT, 'src', 'main.ts')
+import { ENGINES } from './helpers.ts'
+import { cli, deployment } from './processes.ts'
 
 interface Report {
   ok: boolean
   checked: { accounts: number; transactions: number; entries: number }
   violations: { rule: string; organizationId: string; id: string; detail: string }[]
-}
-
-function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [MAIN, ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-    child.on('exit', (code) => resolve({ code, stdout, stderr }))
-  })
-}
-
-/** A deployment of its own: a data directory and, on PostgreSQL, a database. */
-async function deployment(engine: string): Promise<{ env: Record<string, string>; dataDir: string; cleanup: () => Promise<void> }> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-ledger-'))
-  const env: Record<string, string> = { DATA_DIR: dataDir, LOG_LEVEL: 'warn' }
-  let drop = async () => {}
-  if (engine === 'postgres') {
-    const name = `ledger_${randomBytes(5).toString('hex')}`
-    const admin = new pg.Client({ connectionString: TEST_DATABASE_URL })
-    await admin.connect()
-    await admin.query(`create database ${name}`)
-    await admin.end()
-    const url = new URL(TEST_DATABASE_URL!)
-    url.pathname = `/${name}`
-    env.DATABASE_URL = url.href
-    drop = async () => {
-      const client = new pg.Client({ connectionString: TEST_DATABASE_URL })
-      await client.connect()
-      await client.query(`drop database if exists ${name} with (force)`)
-      await client.end()
-    }
-  }
-  return { env, dataDir, cleanup: async () => { await drop(); fs.rmSync(dataDir, { recursive: true, force: true }) } }
 }
 
 for (const engine of ENGINES) {
@@ -65,7 +22,7 @@ for (const engine of ENGINES) {
     })
 
     test('passes on a sound ledger; names the offenders and exits 3 once a row is corrupted', async () => {
-      const { env, dataDir, cleanup } = await deployment(engine)
+      const { env, dataDir, cleanup } = await deployment(engine, 'ledger')
       cleanups.push(cleanup)
       const database = await openDatabase({ databaseUrl: env.DATABASE_URL ?? null, databasePoolSize: 2, dataDir })
       await migrateToLatest(database)
@@ -108,7 +65,7 @@ for (const engine of ENGINES) {
     })
 
     test('usage mistakes exit 2', async () => {
-      const { env, cleanup } = await deployment(engine)
+      const { env, cleanup } = await deployment(engine, 'ledger')
       cleanups.push(cleanup)
       for (const args of [['ledger'], ['ledger', 'fix'], ['ledger', 'check', 'now']]) {
         const run = await cli(args, env)
@@ -119,7 +76,7 @@ for (const engine of ENGINES) {
 
     if (engine === 'pglite') {
       test('refuses to open the embedded database a server holds', async () => {
-        const { env, dataDir, cleanup } = await deployment(engine)
+        const { env, dataDir, cleanup } = await deployment(engine, 'ledger')
         cleanups.push(cleanup)
         const release = lockDataDir(dataDir, 'a test holding the directory')
         try {

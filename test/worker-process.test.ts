@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict'
 import { spawn, type ChildProcess } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
 import fs from 'node:fs'
-import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
@@ -12,21 +10,9 @@ import { migrateToLatest, openDatabase } from '../src/db/database.ts'
 import type { Db } from '../src/db/schema.ts'
 import { loadOrCreateSecrets } from '../src/lib/data-dir.ts'
 import { basicAuth, bearer, individualUser, TEST_DATABASE_URL, testConfig, USER_IP } from './helpers.ts'
+import { cli, freePort, MAIN, ROOT, scratchDatabase } from './processes.ts'
 
-const ROOT = path.resolve(import.meta.dirname, '..')
-const MAIN = path.join(ROOT, 'src', 'main.ts')
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer()
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    })
-    server.on('error', reject)
-  })
-}
 
 interface Server {
   child: ChildProcess
@@ -49,29 +35,17 @@ function serve(env: Record<string, string>, role: string): Promise<Server> {
   })
 }
 
-function run(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [MAIN, ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-    child.on('exit', (code) => resolve({ code, stdout, stderr }))
-  })
-}
-
 test('serve refuses an unknown role', async () => {
-  const result = await run(['serve', '--role', 'janitor'], { DATA_DIR: ':memory:', LOG_LEVEL: 'silent' })
+  const result = await cli(['serve', '--role', 'janitor'], { DATA_DIR: ':memory:', LOG_LEVEL: 'silent' })
   assert.equal(result.code, 2)
   assert.match(result.stderr, /--role must be one of all, api, worker/)
 })
 
 if (TEST_DATABASE_URL) {
   describe('worker processes on PostgreSQL', () => {
-    const name = `worker_${randomBytes(5).toString('hex')}`
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-worker-'))
-    const url = new URL(TEST_DATABASE_URL!)
-    url.pathname = `/${name}`
+    let url: URL
+    let dropDatabase = async () => {}
     let env: Record<string, string>
     let services: Services
     let db: Db
@@ -81,10 +55,9 @@ if (TEST_DATABASE_URL) {
     const servers: Server[] = []
 
     before(async () => {
-      const admin = new pg.Client({ connectionString: TEST_DATABASE_URL })
-      await admin.connect()
-      await admin.query(`create database ${name}`)
-      await admin.end()
+      const scratch = await scratchDatabase('worker')
+      url = new URL(scratch.url)
+      dropDatabase = scratch.drop
       const port = await freePort()
       env = {
         DATA_DIR: dataDir,
@@ -128,10 +101,7 @@ if (TEST_DATABASE_URL) {
     after(async () => {
       for (const server of servers) if (server.child.exitCode === null) server.child.kill('SIGKILL')
       await close?.()
-      const admin = new pg.Client({ connectionString: TEST_DATABASE_URL })
-      await admin.connect()
-      await admin.query(`drop database if exists ${name} with (force)`)
-      await admin.end()
+      await dropDatabase()
       fs.rmSync(dataDir, { recursive: true, force: true })
     })
 
@@ -237,7 +207,7 @@ if (TEST_DATABASE_URL) {
         await client.end()
       }
 
-      const check = await run(['ledger', 'check'], env)
+      const check = await cli(['ledger', 'check'], env)
       assert.equal(check.code, 0, check.stderr)
       assert.equal((JSON.parse(check.stdout) as { ok: boolean }).ok, true)
       second.child.kill('SIGTERM')
