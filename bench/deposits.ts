@@ -7,6 +7,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
+import { positiveInteger } from './settings.ts'
 import { buildApp, type Services } from '../src/app.ts'
 import { migrateToLatest, openDatabase } from '../src/db/database.ts'
 import type { Db } from '../src/db/schema.ts'
@@ -16,13 +17,6 @@ import { loadOrCreateSecrets } from '../src/lib/data-dir.ts'
 import { loadConfig } from '../src/config.ts'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
-
-function positiveInteger(name: string, fallback: number): number {
-  const raw = process.env[name]
-  if (raw === undefined || raw.trim() === '') return fallback
-  if (!/^\d+$/.test(raw.trim()) || Number(raw) < 1) throw new Error(`${name} must be a positive integer (got "${raw}")`)
-  return Number(raw)
-}
 
 const settings = {
   deposits: positiveInteger('BENCH_DEPOSITS', 5000),

@@ -8,18 +8,12 @@ import os from 'node:os'
 import path from 'node:path'
 import autocannon, { type Instance, type Options, type Result } from 'autocannon'
 import pg from 'pg'
+import { positiveInteger } from './settings.ts'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
 const RESULTS_DIR = path.join(ROOT, 'bench', 'results')
 const PG_CLUSTER = path.join(ROOT, 'scripts', 'pg-cluster.sh')
 const TARGET_RATIO = 0.4
-
-function positiveInteger(name: string, fallback: number): number {
-  const raw = process.env[name]
-  if (raw === undefined || raw.trim() === '') return fallback
-  if (!/^\d+$/.test(raw.trim()) || Number(raw) < 1) throw new Error(`${name} must be a positive integer (got "${raw}")`)
-  return Number(raw)
-}
 
 const settings = {
   durationSeconds: positiveInteger('BENCH_DURATION', 10),
