@@ -126,6 +126,44 @@ for (const engine of ENGINES) {
       assert.deepEqual(await ledger().check(), [])
     })
 
+    test('postings made together: in order, each its own transaction, replays and references as if one by one', async () => {
+      const [alice, bob] = await openAccounts(suite.ctx, 2)
+      const rail = await clearing()
+      const calls: string[][] = []
+      ledger().onBalanceChanged(async (_tx, changed) => void calls.push(changed.filter((b) => b.id === alice || b.id === bob).map((b) => `${b.id === alice ? 'alice' : 'bob'} ${b.total}`)))
+      const deposit = (reference: string, amount: string) => ({ organizationId: org(), type: 'deposit', reference, legs: [{ accountId: rail, amount: `-${amount}` }, { accountId: alice!, amount }] })
+      const first = `deposit-${uuidv7()}`
+      // Bob is paid from money that only the deposit before it in the same call brings.
+      const postings = await ledger().postAll([
+        deposit(first, '1'),
+        { organizationId: org(), type: 'transfer', legs: [{ accountId: alice!, amount: '-0.75' }, { accountId: bob!, amount: '0.75' }] },
+        deposit(first, '1'),
+      ])
+      assert.equal(new Set(postings.map((p) => p.transactionId)).size, 2)
+      assert.deepEqual(postings.map((p) => p.replayed), [false, false, true])
+      assert.equal(postings[2]!.transactionId, postings[0]!.transactionId)
+      assert.deepEqual(await ledger().entries(org(), postings[1]!.transactionId), [
+        { accountId: alice!, asset: 'BTC', amount: '-0.75' },
+        { accountId: bob!, asset: 'BTC', amount: '0.75' },
+      ])
+      assert.deepEqual(await balanceOf(suite.ctx, alice!), { total: '0.25', available: '0.25' })
+      assert.deepEqual(await balanceOf(suite.ctx, bob!), { total: '0.75', available: '0.75' })
+      // The listeners hear once, with the balances the whole call left.
+      assert.deepEqual(calls.filter((c) => c.length > 0).map((c) => [...c].sort()), [['alice 0.25', 'bob 0.75']])
+
+      // A replay of an earlier call posts nothing; a reused reference or a step the balances do not cover refuses
+      // the whole call, and nothing of it stays.
+      assert.deepEqual(await ledger().postAll([deposit(first, '1')]), [{ transactionId: postings[0]!.transactionId, replayed: true }])
+      await assert.rejects(ledger().postAll([deposit(`deposit-${uuidv7()}`, '2'), deposit(first, '3')]), rejectsWith('ledger_reference_reused'))
+      const overdrawn = { organizationId: org(), type: 'transfer', legs: [{ accountId: alice!, amount: '-0.5' }, { accountId: bob!, amount: '0.5' }] }
+      await assert.rejects(ledger().postAll([deposit(`deposit-${uuidv7()}`, '0.2'), overdrawn]), rejectsWith('insufficient_balance'))
+      assert.deepEqual(await balanceOf(suite.ctx, alice!), { total: '0.25', available: '0.25' })
+      assert.deepEqual(await ledger().postAll([]), [])
+      const other = (await suite.ctx.newClient()).organizationId
+      await assert.rejects(ledger().postAll([deposit(`deposit-${uuidv7()}`, '1'), { ...deposit(`deposit-${uuidv7()}`, '1'), organizationId: other }]), /one organization/)
+      assert.deepEqual(await ledger().check(), [])
+    })
+
     test('holds: lower available only; release gives it back once; capture posts and frees the rest', async () => {
       const [alice, bob] = await openAccounts(suite.ctx, 2, 'GBP')
       const rail = await clearing('GBP', 'fps')
@@ -223,6 +261,8 @@ for (const engine of ENGINES) {
         fc.record({ kind: fc.constant('hold' as const), account: fc.nat(2), amount }),
         fc.record({ kind: fc.constant('release' as const), hold: fc.nat() }),
         fc.record({ kind: fc.constant('capture' as const), hold: fc.nat(), to: fc.nat(2), share: fc.integer({ min: 1, max: 100 }), fee: fc.boolean() }),
+        // Several movements posted together: all or nothing, each checked against what the ones before it left.
+        fc.record({ kind: fc.constant('batch' as const), moves: fc.array(fc.record({ from: fc.nat(3), to: fc.nat(2), amount }), { minLength: 1, maxLength: 4 }) }),
       )
       let performed = 0
       await fc.assert(
@@ -253,6 +293,36 @@ for (const engine of ENGINES) {
                 from.available = from.available.minus(s.amount)
                 to.total = to.total.plus(s.amount)
                 to.available = to.available.plus(s.amount)
+              }
+            } else if (s.kind === 'batch') {
+              // `from` 3 is the rail (a deposit); a move from an account to itself is left out.
+              const moves = s.moves.filter((move) => move.from !== move.to)
+              if (moves.length === 0) continue
+              const next = new Map([...model].map(([id, m]) => [id, { total: m.total, available: m.available }]))
+              let covered = true
+              for (const move of moves) {
+                const to = next.get(accounts[move.to]!)!
+                if (move.from < 3) {
+                  const from = next.get(accounts[move.from]!)!
+                  if (from.available.isLessThan(move.amount)) covered = false
+                  from.total = from.total.minus(move.amount)
+                  from.available = from.available.minus(move.amount)
+                }
+                to.total = to.total.plus(move.amount)
+                to.available = to.available.plus(move.amount)
+              }
+              const work = ledger().postAll(
+                moves.map((move) => ({
+                  organizationId: org(),
+                  type: move.from < 3 ? 'transfer' : 'deposit',
+                  legs: [{ accountId: move.from < 3 ? accounts[move.from]! : rail, amount: `-${move.amount}` }, { accountId: accounts[move.to]!, amount: move.amount }],
+                })),
+              )
+              if (!covered) {
+                await expectRefusal(work, 'insufficient_balance')
+              } else {
+                assert.equal((await work).length, moves.length)
+                for (const [id, m] of next) model.set(id, m)
               }
             } else if (s.kind === 'hold') {
               const m = model.get(accounts[s.account]!)!

@@ -3,7 +3,7 @@ import { ApiError, notFound, type ErrorBody } from '../../http/errors.ts'
 import { pageWindow, type PageWindow, type PaginationParams } from '../../http/pagination.ts'
 import type { Principal } from '../../http/principal.ts'
 import { uuidv7 } from '../../lib/ids.ts'
-import { recordEvent } from '../events/outbox.ts'
+import { recordEvent, recordEvents } from '../events/outbox.ts'
 import type { AccountBalance, LedgerService } from '../ledger/ledger.service.ts'
 import { attachInitialMetadata } from '../metadata/metadata.service.ts'
 import * as repository from './accounts.repository.ts'
@@ -149,24 +149,24 @@ export class AccountsService {
     })
   }
 
-  /** A `core.account.balance-changed` event per user account a movement changed, in the movement's transaction. */
+  /**
+   * A `core.account.balance-changed` event per user account whose balance a ledger write changed, in its
+   * transaction. Movements posted together (a batch of settled deposits) make one event per account, carrying
+   * the balance they left.
+   */
   private async announceBalances(tx: Tx, changed: readonly AccountBalance[]): Promise<void> {
     const byOrganization = new Map<string, AccountBalance[]>()
     for (const balance of changed) byOrganization.set(balance.organizationId, [...(byOrganization.get(balance.organizationId) ?? []), balance])
     for (const [organizationId, balances] of byOrganization) {
       const rows = new Map((await repository.findByIds(tx, organizationId, balances.map((b) => b.id))).map((row) => [row.id, row]))
-      for (const balance of balances) {
-        const row = rows.get(balance.id)
-        if (!row) continue
-        await recordEvent(tx, {
-          organizationId,
-          type: ACCOUNT_EVENTS.balanceChanged,
-          subject: { type: 'account', id: row.id },
-          userId: row.owner_id,
-          data: { account: present(row, balance) },
-          occurredAt: balance.updatedAt,
-        })
-      }
+      await recordEvents(
+        tx,
+        balances.flatMap((balance) => {
+          const row = rows.get(balance.id)
+          if (!row) return []
+          return [{ organizationId, type: ACCOUNT_EVENTS.balanceChanged, subject: { type: 'account', id: row.id }, userId: row.owner_id, data: { account: present(row, balance) }, occurredAt: balance.updatedAt }]
+        }),
+      )
     }
   }
 }

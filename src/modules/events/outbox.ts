@@ -16,21 +16,25 @@ export interface OutboxEvent {
  * then exists if and only if the change was committed.
  */
 export async function recordEvent(executor: Executor, event: OutboxEvent): Promise<string> {
-  const id = uuidv7()
-  await executor
-    .insertInto('outbox_events')
-    .values({
-      id,
-      organization_id: event.organizationId,
-      type: event.type,
-      subject_type: event.subject.type,
-      subject_id: event.subject.id,
-      user_id: event.userId ?? null,
-      data: JSON.stringify(event.data),
-      occurred_at: event.occurredAt ?? new Date(),
-    })
-    .execute()
-  return id
+  const [id] = await recordEvents(executor, [event])
+  return id!
+}
+
+/** Records several events in one statement, in the given order; the same rule as `recordEvent` applies. */
+export async function recordEvents(executor: Executor, events: readonly OutboxEvent[]): Promise<string[]> {
+  if (events.length === 0) return []
+  const rows = events.map((event) => ({
+    id: uuidv7(),
+    organization_id: event.organizationId,
+    type: event.type,
+    subject_type: event.subject.type,
+    subject_id: event.subject.id,
+    user_id: event.userId ?? null,
+    data: JSON.stringify(event.data),
+    occurred_at: event.occurredAt ?? new Date(),
+  }))
+  await executor.insertInto('outbox_events').values(rows).execute()
+  return rows.map((row) => row.id)
 }
 
 /** The events recorded about one subject, oldest first. */

@@ -106,28 +106,37 @@ export interface NewTransaction {
   at: Date
 }
 
-/** Inserts the transaction; false when its reference is already taken (by a committed or concurrent posting). */
-export async function claimTransaction(tx: Tx, transaction: NewTransaction): Promise<boolean> {
+/**
+ * Inserts the transactions; returns the ids of those inserted (the others' references are already taken, by a
+ * committed or concurrent posting, or by one earlier in the same list). Rows go in reference order, so that two
+ * concurrent inserts wait on each other's references in the same order and cannot deadlock.
+ */
+export async function claimTransactions(tx: Tx, transactions: readonly NewTransaction[]): Promise<Set<string>> {
+  if (transactions.length === 0) return new Set()
+  const ordered = [...transactions].sort((a, b) => ((a.reference ?? '') < (b.reference ?? '') ? -1 : (a.reference ?? '') > (b.reference ?? '') ? 1 : 0))
   const inserted = await tx
     .insertInto('ledger_transactions')
-    .values({
-      organization_id: transaction.organizationId,
-      id: transaction.id,
-      type: transaction.type,
-      reference: transaction.reference,
-      request_hash: transaction.requestHash,
-      hold_id: transaction.holdId,
-      data: JSON.stringify(transaction.data),
-      created_at: transaction.at,
-    })
+    .values(
+      ordered.map((transaction) => ({
+        organization_id: transaction.organizationId,
+        id: transaction.id,
+        type: transaction.type,
+        reference: transaction.reference,
+        request_hash: transaction.requestHash,
+        hold_id: transaction.holdId,
+        data: JSON.stringify(transaction.data),
+        created_at: transaction.at,
+      })),
+    )
     .onConflict((conflict) => conflict.columns(['organization_id', 'reference']).doNothing())
     .returning('id')
-    .executeTakeFirst()
-  return inserted !== undefined
+    .execute()
+  return new Set(inserted.map((row) => row.id))
 }
 
-export function findTransactionByReference(db: Executor, organizationId: string, reference: string): Promise<LedgerTransactionRow | undefined> {
-  return db.selectFrom('ledger_transactions').selectAll().where('organization_id', '=', organizationId).where('reference', '=', reference).executeTakeFirst()
+export function findTransactionsByReference(db: Executor, organizationId: string, references: readonly string[]): Promise<LedgerTransactionRow[]> {
+  if (references.length === 0) return Promise.resolve([])
+  return db.selectFrom('ledger_transactions').selectAll().where('organization_id', '=', organizationId).where('reference', 'in', references).execute()
 }
 
 export function findTransaction(db: Executor, organizationId: string, id: string): Promise<LedgerTransactionRow | undefined> {
@@ -136,19 +145,21 @@ export function findTransaction(db: Executor, organizationId: string, id: string
 
 export interface NewEntry {
   id: string
+  transactionId: string
   accountId: string
   asset: string
   amount: string
 }
 
-export async function insertEntries(tx: Tx, organizationId: string, transactionId: string, entries: readonly NewEntry[], at: Date): Promise<void> {
+export async function insertEntries(tx: Tx, organizationId: string, entries: readonly NewEntry[], at: Date): Promise<void> {
+  if (entries.length === 0) return
   await tx
     .insertInto('ledger_entries')
     .values(
       entries.map((entry) => ({
         organization_id: organizationId,
         id: entry.id,
-        transaction_id: transactionId,
+        transaction_id: entry.transactionId,
         account_id: entry.accountId,
         asset: entry.asset,
         amount: entry.amount,

@@ -11,6 +11,7 @@ import {
   parseAmount,
   postingDeltas,
   requestDigest,
+  type Balance,
   type BalanceDelta,
   type Leg,
 } from './ledger.rules.ts'
@@ -207,16 +208,34 @@ export class LedgerService {
 
   /** Posts a balanced movement between accounts. */
   async post(request: PostingInput, options: InTransaction = {}): Promise<Posting> {
-    const input = { ...request, legs: request.legs.map((leg) => ({ accountId: idOf('account', leg.accountId), amount: leg.amount })) }
-    for (const leg of input.legs) parseSigned(leg.amount, Number.MAX_SAFE_INTEGER)
-    const requestHash = requestDigest({ type: input.type, legs: input.legs, data: input.data ?? {} })
+    const [posting] = await this.postAll([request], options)
+    return posting!
+  }
+
+  /**
+   * Posts several balanced movements of one organization together, with the outcome of posting them one after the
+   * other in the given order: each is its own ledger transaction with its own reference, checked against the
+   * balances the ones before it left. They share the database round trips (one claim of their references, one
+   * lock of all their accounts, one write of the balances and one of the entries), and the balance listeners are
+   * called once, with each changed account's final balance. All or nothing: when one is refused, this throws and
+   * nothing may be committed.
+   */
+  async postAll(requests: readonly PostingInput[], options: InTransaction = {}): Promise<Posting[]> {
+    if (requests.length === 0) return []
+    const organizationId = requests[0]!.organizationId
+    if (requests.some((request) => request.organizationId !== organizationId)) throw new Error('postAll takes the postings of one organization')
+    const inputs = requests.map((request) => {
+      const input = { ...request, legs: request.legs.map((leg) => ({ accountId: idOf('account', leg.accountId), amount: leg.amount })) }
+      for (const leg of input.legs) parseSigned(leg.amount, Number.MAX_SAFE_INTEGER)
+      return { ...input, requestHash: requestDigest({ type: input.type, legs: input.legs, data: input.data ?? {} }) }
+    })
     return this.within(options.tx, async (tx) => {
       const at = new Date()
-      const transactionId = uuidv7(at.getTime())
-      const replay = await this.claim(tx, { ...input, id: transactionId, requestHash, holdId: null, at })
-      if (replay) return replay
-      await this.postLegs(tx, input.organizationId, transactionId, input.legs, new Map(), at)
-      return { transactionId, replayed: false }
+      const postings = inputs.map((input) => ({ ...input, id: uuidv7(at.getTime()), holdId: null, at }))
+      const replays = await this.claim(tx, organizationId, postings)
+      const fresh = postings.filter((posting) => !replays.has(posting.id))
+      await this.postLegs(tx, organizationId, fresh.map((posting) => ({ transactionId: posting.id, legs: posting.legs, extra: new Map() })), at)
+      return postings.map((posting) => replays.get(posting.id) ?? { transactionId: posting.id, replayed: false })
     })
   }
 
@@ -283,12 +302,12 @@ export class LedgerService {
         if (!posting || posting.request_hash !== requestHash) throw conflict('hold_not_open', `The hold was already ${settled.status}`)
         return { transactionId: posting.id, replayed: true }
       }
-      const replay = await this.claim(tx, { ...input, id: transactionId, requestHash, holdId: hold.id, at })
-      if (replay) referenceReused()
+      const replays = await this.claim(tx, input.organizationId, [{ ...input, id: transactionId, requestHash, holdId: hold.id, at }])
+      if (replays.size > 0) referenceReused()
       const decimals = this.decimalsOf(hold.asset)
       const captured = input.credits.reduce((sum, credit) => sum.plus(parseAmount(credit.amount, decimals)), new BigNumber(0))
       const heldDelta = captureDelta(new BigNumber(hold.amount), captured)
-      await this.postLegs(tx, input.organizationId, transactionId, input.credits, new Map([[hold.account_id, { delta: heldDelta, entry: captured.negated() }]]), at)
+      await this.postLegs(tx, input.organizationId, [{ transactionId, legs: input.credits, extra: new Map([[hold.account_id, { delta: heldDelta, entry: captured.negated() }]]) }], at)
       return { transactionId, replayed: false }
     })
   }
@@ -331,57 +350,69 @@ export class LedgerService {
     return hold
   }
 
-  /** Claims the posting's reference; when it was already posted, the earlier posting (or a conflict). */
+  /**
+   * Claims the postings' references; returns, by posting id, the earlier postings of those already posted (or
+   * throws a conflict when a reference was used for a different movement). A reference repeated within the same
+   * call is posted once: its later occurrences are replays of the first.
+   */
   private async claim(
     tx: Tx,
-    posting: { organizationId: string; id: string; type: string; reference?: string; requestHash: string; holdId: string | null; data?: Record<string, unknown>; at: Date },
-  ): Promise<Posting | null> {
-    const claimed = await repository.claimTransaction(tx, { ...posting, reference: posting.reference ?? null, data: posting.data ?? {} })
-    if (claimed) return null
-    const existing = await repository.findTransactionByReference(tx, posting.organizationId, posting.reference!)
-    if (!existing || existing.request_hash !== posting.requestHash) referenceReused()
-    return { transactionId: existing.id, replayed: true }
+    organizationId: string,
+    postings: readonly { id: string; type: string; reference?: string; requestHash: string; holdId: string | null; data?: Record<string, unknown>; at: Date }[],
+  ): Promise<Map<string, Posting>> {
+    const claimed = await repository.claimTransactions(
+      tx,
+      postings.map((posting) => ({ ...posting, organizationId, reference: posting.reference ?? null, data: posting.data ?? {} })),
+    )
+    const replays = new Map<string, Posting>()
+    const unclaimed = postings.filter((posting) => !claimed.has(posting.id))
+    if (unclaimed.length === 0) return replays
+    const earlier = new Map((await repository.findTransactionsByReference(tx, organizationId, unclaimed.map((posting) => posting.reference!))).map((row) => [row.reference, row]))
+    for (const posting of unclaimed) {
+      const existing = earlier.get(posting.reference!)
+      if (!existing || existing.request_hash !== posting.requestHash) referenceReused()
+      replays.set(posting.id, { transactionId: existing.id, replayed: true })
+    }
+    return replays
   }
 
   /**
-   * Locks the legs' accounts, checks amounts against each account's asset, applies the balance changes and
-   * writes the entries. `extra` adds accounts whose change is not a plain leg (a captured hold).
+   * Locks the accounts of all the postings once, then, posting by posting, checks amounts against each account's
+   * asset and the balances the postings before it left; writes the final balances and every entry. `extra` adds
+   * accounts whose change is not a plain leg (a captured hold).
    */
   private async postLegs(
     tx: Tx,
     organizationId: string,
-    transactionId: string,
-    inputLegs: readonly { accountId: string; amount: string }[],
-    extra: Map<string, { delta: BalanceDelta; entry: BigNumber }>,
+    postings: readonly { transactionId: string; legs: readonly { accountId: string; amount: string }[]; extra: Map<string, { delta: BalanceDelta; entry: BigNumber }> }[],
     at: Date,
-  ): Promise<Leg[]> {
-    const accountIds = [...inputLegs.map((leg) => leg.accountId), ...extra.keys()]
-    const rows = await this.lock(tx, organizationId, accountIds)
-    const legs: Leg[] = inputLegs.map((leg) => {
-      const account = rows.get(leg.accountId)!
-      return { accountId: account.id, asset: account.asset, amount: parseSigned(leg.amount, this.decimalsOf(account.asset)) }
-    })
-    const deltas = postingDeltas(legs)
-    for (const [accountId, { delta, entry }] of extra) {
-      const current = deltas.get(accountId) ?? { total: new BigNumber(0), available: new BigNumber(0) }
-      deltas.set(accountId, { total: current.total.plus(delta.total), available: current.available.plus(delta.available) })
-      legs.push({ accountId, asset: rows.get(accountId)!.asset, amount: entry })
+  ): Promise<void> {
+    if (postings.length === 0) return
+    const rows = await this.lock(tx, organizationId, postings.flatMap((posting) => [...posting.legs.map((leg) => leg.accountId), ...posting.extra.keys()]))
+    const steps: Map<string, BalanceDelta>[] = []
+    const entries: repository.NewEntry[] = []
+    for (const posting of postings) {
+      const legs: Leg[] = posting.legs.map((leg) => {
+        const account = rows.get(leg.accountId)!
+        return { accountId: account.id, asset: account.asset, amount: parseSigned(leg.amount, this.decimalsOf(account.asset)) }
+      })
+      const deltas = postingDeltas(legs)
+      for (const [accountId, { delta, entry }] of posting.extra) {
+        const current = deltas.get(accountId) ?? { total: new BigNumber(0), available: new BigNumber(0) }
+        deltas.set(accountId, { total: current.total.plus(delta.total), available: current.available.plus(delta.available) })
+        legs.push({ accountId, asset: rows.get(accountId)!.asset, amount: entry })
+      }
+      checkBalanced(legs)
+      steps.push(deltas)
+      for (const leg of legs) entries.push({ id: uuidv7(at.getTime()), transactionId: posting.transactionId, accountId: leg.accountId, asset: leg.asset, amount: leg.amount.toFixed() })
     }
-    checkBalanced(legs)
-    await this.apply(tx, organizationId, rows, deltas, at)
-    await repository.insertEntries(
-      tx,
-      organizationId,
-      transactionId,
-      legs.map((leg) => ({ id: uuidv7(at.getTime()), accountId: leg.accountId, asset: leg.asset, amount: leg.amount.toFixed() })),
-      at,
-    )
-    return legs
+    await this.apply(tx, organizationId, rows, steps, at)
+    await repository.insertEntries(tx, organizationId, entries, at)
   }
 
   private async move(tx: Tx, organizationId: string, deltas: Map<string, BalanceDelta>, at: Date): Promise<void> {
     const rows = await this.lock(tx, organizationId, [...deltas.keys()])
-    await this.apply(tx, organizationId, rows, deltas, at)
+    await this.apply(tx, organizationId, rows, [deltas], at)
   }
 
   /** Locks the accounts in the one fixed order; every one must exist and be open. */
@@ -396,12 +427,22 @@ export class LedgerService {
     return rows
   }
 
-  /** Checks every change before writing any, then writes them and tells the listeners. */
-  private async apply(tx: Tx, organizationId: string, rows: Map<string, LedgerAccountRow>, deltas: Map<string, BalanceDelta>, at: Date): Promise<void> {
-    const next = lockOrder(deltas.keys()).map((id) => {
-      const row = rows.get(id)!
-      const balance = applyDelta({ id, total: new BigNumber(row.total), available: new BigNumber(row.available), mayGoNegative: row.may_go_negative }, deltas.get(id)!)
-      return { row, total: balance.total.toFixed(), available: balance.available.toFixed() }
+  /**
+   * Applies the steps (each one movement's changes) in order, checking each against the balances the steps before
+   * it left, before writing any; then writes the final balances and tells the listeners.
+   */
+  private async apply(tx: Tx, organizationId: string, rows: Map<string, LedgerAccountRow>, steps: readonly Map<string, BalanceDelta>[], at: Date): Promise<void> {
+    const balances = new Map<string, Balance>()
+    for (const deltas of steps) {
+      for (const id of lockOrder(deltas.keys())) {
+        const row = rows.get(id)!
+        const current = balances.get(id) ?? { total: new BigNumber(row.total), available: new BigNumber(row.available) }
+        balances.set(id, applyDelta({ id, ...current, mayGoNegative: row.may_go_negative }, deltas.get(id)!))
+      }
+    }
+    const next = lockOrder(balances.keys()).map((id) => {
+      const balance = balances.get(id)!
+      return { row: rows.get(id)!, total: balance.total.toFixed(), available: balance.available.toFixed() }
     })
     await repository.setBalances(tx, organizationId, next.map(({ row, total, available }) => ({ id: row.id, total, available })), at)
     const changed = next.filter(({ row }) => row.system_code === null).map(({ row, total, available }) => balanceOf(row, { total, available, updated_at: at }))
