@@ -138,6 +138,70 @@ for (const engine of ENGINES) {
       assert.equal((await findJob(database.db, id))?.status, 'pending')
     })
 
+    test('a batch handler gets the due jobs of its type together, at most maxJobs at a time', async () => {
+      const type = freshType()
+      const single = freshType()
+      const batches: number[][] = []
+      const singles: number[] = []
+      const registry = new JobHandlers()
+      registry.registerBatch(type, async (jobs) => {
+        batches.push(jobs.map((job) => (job.payload as { n: number }).n).sort((x, y) => x - y))
+        return new Map()
+      }, { maxJobs: 4 })
+      registry.register(single, async (job) => void singles.push((job.payload as { n: number }).n))
+      assert.throws(() => registry.registerBatch(freshType(), async () => new Map(), { maxJobs: 0 }), RangeError)
+      const ids: string[] = []
+      for (let n = 0; n < 10; n++) ids.push(await enqueue(database.db, { type, payload: { n } }))
+      for (let n = 0; n < 3; n++) ids.push(await enqueue(database.db, { type: single, payload: { n } }))
+      const worker = new Worker({ db: database.db, handlers: registry, pollIntervalMs: 20, concurrency: 2, leaseMs: 5_000 })
+      assert.equal(await worker.drain(), 13)
+      assert.deepEqual(batches.flat().sort((x, y) => x - y), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+      assert.ok(batches.every((batch) => batch.length <= 4), JSON.stringify(batches))
+      assert.ok(batches.length <= 4, `10 due jobs in batches of at most 4 make 3 runs, not ${batches.length}`)
+      assert.deepEqual(singles.sort(), [0, 1, 2])
+      for (const id of ids) {
+        const job = await findJob(database.db, id)
+        assert.equal(job?.status, 'completed')
+        assert.equal(job?.attempts, 1, 'claimed once, never given back and claimed again')
+      }
+    })
+
+    test('jobs a batch handler reports failed are retried alone; the others of the batch complete', async () => {
+      const type = freshType()
+      const calls: number[][] = []
+      const registry = new JobHandlers()
+      registry.registerBatch(type, async (jobs) => {
+        calls.push(jobs.map((job) => (job.payload as { n: number }).n))
+        return new Map(jobs.filter((job) => (job.payload as { n: number }).n === 1 && job.attempts === 1).map((job) => [job.id, new Error('not yet')]))
+      }, { maxJobs: 10 })
+      const ids = [await enqueue(database.db, { type, payload: { n: 0 } }), await enqueue(database.db, { type, payload: { n: 1 } }), await enqueue(database.db, { type, payload: { n: 2 } })]
+      const worker = new Worker({ db: database.db, handlers: registry, pollIntervalMs: 20, concurrency: 1, leaseMs: 5_000, retry: { maxAttempts: 3, baseDelayMs: 200, maxDelayMs: 200 } })
+      await worker.drain()
+      const retried = await findJob(database.db, ids[1]!)
+      assert.equal(retried?.status, 'pending')
+      assert.equal(retried?.last_error, 'Error: not yet')
+      assert.equal((await findJob(database.db, ids[0]!))?.status, 'completed')
+      assert.equal((await findJob(database.db, ids[2]!))?.status, 'completed')
+      await sleep(250)
+      await worker.drain()
+      assert.equal((await findJob(database.db, ids[1]!))?.status, 'completed')
+      assert.deepEqual(calls.map((call) => call.sort()), [[0, 1, 2], [1]])
+
+      // A batch handler that throws fails every job of its run.
+      const broken = freshType()
+      const failing = new JobHandlers()
+      failing.registerBatch(broken, async () => {
+        throw new Error('database unavailable')
+      }, { maxJobs: 10 })
+      const both = [await enqueue(database.db, { type: broken, payload: {} }), await enqueue(database.db, { type: broken, payload: {} })]
+      await new Worker({ db: database.db, handlers: failing, pollIntervalMs: 20, concurrency: 1, leaseMs: 5_000 }).drain()
+      for (const id of both) {
+        const job = await findJob(database.db, id)
+        assert.equal(job?.status, 'pending')
+        assert.equal(job?.last_error, 'Error: database unavailable')
+      }
+    })
+
     test('enqueue refuses a job that could never run', async () => {
       await assert.rejects(enqueue(database.db, { type: freshType(), payload: {}, maxAttempts: 0 }), RangeError)
     })

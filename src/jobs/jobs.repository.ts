@@ -52,16 +52,19 @@ export async function extendLeases(db: Executor, workerId: string, ids: readonly
     where id in (${sql.join(ids)}) and locked_by = ${workerId} and status = 'running'`.execute(db)
 }
 
-/** Marks a job done; false when this worker no longer held it (its lease had passed and another took it). */
-export async function complete(db: Executor, id: string, workerId: string, at: Date): Promise<boolean> {
-  const result = await db
+/** Marks jobs done; returns the ones this worker no longer held (their lease had passed and another took them). */
+export async function complete(db: Executor, ids: readonly string[], workerId: string, at: Date): Promise<string[]> {
+  if (ids.length === 0) return []
+  const done = await db
     .updateTable('jobs')
     .set({ status: 'completed', locked_by: null, locked_until: null, last_error: null, updated_at: at, finished_at: at })
-    .where('id', '=', id)
+    .where('id', 'in', ids)
     .where('locked_by', '=', workerId)
     .where('status', '=', 'running')
-    .executeTakeFirst()
-  return result.numUpdatedRows > 0n
+    .returning('id')
+    .execute()
+  const completed = new Set(done.map((row) => row.id))
+  return ids.filter((id) => !completed.has(id))
 }
 
 export async function reschedule(db: Executor, id: string, workerId: string, runAt: Date, error: string, at: Date): Promise<void> {

@@ -40,20 +40,64 @@ export interface JobContext {
  */
 export type JobHandler = (job: JobRow, context: JobContext) => Promise<void>
 
+/**
+ * Runs several due jobs of one type together, so that their work can share database round trips (e.g. one
+ * transaction that settles many deposits). Each job's `attempts` is its own attempt. Resolves with the jobs that
+ * failed and why (each is retried or failed on its own, the others complete); throwing fails every one of them.
+ * The same at-least-once rule as for a `JobHandler` applies to each job.
+ */
+export type BatchJobHandler = (jobs: readonly JobRow[], context: { signal: AbortSignal }) => Promise<ReadonlyMap<string, unknown>>
+
+interface Registration {
+  /** How many jobs the handler takes at once; 1 for a one-job handler. */
+  maxJobs: number
+  run: BatchJobHandler
+}
+
 /** Handlers by job type; a worker claims only the types it has a handler for. */
 export class JobHandlers {
-  private readonly handlers = new Map<string, JobHandler>()
+  private readonly handlers = new Map<string, Registration>()
 
   register(type: string, handler: JobHandler): void {
-    if (this.handlers.has(type)) throw new Error(`A handler for job type "${type}" is already registered`)
-    this.handlers.set(type, handler)
+    this.add(type, {
+      maxJobs: 1,
+      run: async (jobs, { signal }) => {
+        const failures = new Map<string, unknown>()
+        for (const job of jobs) {
+          try {
+            await handler(job, { attempt: job.attempts, signal })
+          } catch (error) {
+            failures.set(job.id, error)
+          }
+        }
+        return failures
+      },
+    })
   }
 
-  get(type: string): JobHandler | undefined {
-    return this.handlers.get(type)
+  /** Registers a handler that takes up to `maxJobs` due jobs of the type at once. */
+  registerBatch(type: string, handler: BatchJobHandler, options: { maxJobs: number }): void {
+    if (!Number.isInteger(options.maxJobs) || options.maxJobs < 1) throw new RangeError('maxJobs must be a positive integer')
+    this.add(type, { maxJobs: options.maxJobs, run: handler })
+  }
+
+  /** Runs jobs of one registered type (at most its `maxJobs`); resolves with the ones that failed. */
+  run(jobs: readonly JobRow[], signal: AbortSignal): Promise<ReadonlyMap<string, unknown>> {
+    const registration = this.handlers.get(jobs[0]!.type)!
+    return registration.run(jobs, { signal })
+  }
+
+  /** How many jobs of the type one run takes; undefined for a type without a handler. */
+  maxJobsOf(type: string): number | undefined {
+    return this.handlers.get(type)?.maxJobs
   }
 
   types(): string[] {
     return [...this.handlers.keys()]
+  }
+
+  private add(type: string, registration: Registration): void {
+    if (this.handlers.has(type)) throw new Error(`A handler for job type "${type}" is already registered`)
+    this.handlers.set(type, registration)
   }
 }

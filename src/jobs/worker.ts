@@ -4,6 +4,7 @@ import type { Db, JobRow } from '../db/schema.ts'
 import { afterFailure, DEFAULT_RETRY_POLICY, type RetryPolicy } from './backoff.ts'
 import * as repository from './jobs.repository.ts'
 import type { JobHandlers } from './queue.ts'
+import { formRuns } from './runs.ts'
 
 export interface WorkerLogger {
   info(object: object, message: string): void
@@ -16,7 +17,7 @@ export interface WorkerOptions {
   handlers: JobHandlers
   /** How long the loop sleeps when no job is due. */
   pollIntervalMs: number
-  /** Jobs this worker runs at the same time. */
+  /** Runs this worker makes at the same time: a run is one job, or several of a type whose handler takes a batch. */
   concurrency: number
   /** How long a claim holds before another worker may take the job over; renewed while the job runs. */
   leaseMs: number
@@ -33,12 +34,15 @@ function describe(error: unknown): string {
 /**
  * Polls the job table and runs due jobs with their handlers. Any number of workers (in any number of processes)
  * may poll the same table: a claim locks rows with `SKIP LOCKED` and takes a lease, so a job runs in one worker
- * at a time, and one whose worker died is taken over when its lease passes.
+ * at a time, and one whose worker died is taken over when its lease passes. Jobs of a type registered with a
+ * batch handler are handed to it together, as many as are due up to its `maxJobs`: the busier the queue, the
+ * larger the batches, and an idle queue still runs a lone job at once.
  */
 export class Worker {
   readonly id = `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`
   private readonly options: Required<WorkerOptions>
-  private readonly running = new Map<string, Promise<void>>()
+  /** Runs in progress, by their first job's id. */
+  private readonly running = new Map<string, { jobIds: string[]; done: Promise<void> }>()
   private readonly abort = new AbortController()
   private loop: Promise<void> | null = null
   private stopping = false
@@ -56,7 +60,7 @@ export class Worker {
   start(): void {
     if (this.loop || this.stopping) return
     this.heartbeat = setInterval(() => {
-      repository.extendLeases(this.options.db, this.id, [...this.running.keys()], this.options.leaseMs).catch((error: unknown) => {
+      repository.extendLeases(this.options.db, this.id, this.runningJobIds(), this.options.leaseMs).catch((error: unknown) => {
         this.options.logger.warn({ err: error, workerId: this.id }, 'extending job leases failed')
       })
     }, Math.max(10, Math.floor(this.options.leaseMs / 3)))
@@ -78,13 +82,13 @@ export class Worker {
     this.stopping = true
     this.wake?.()
     await this.loop
-    const finished = Promise.allSettled([...this.running.values()])
+    const finished = Promise.allSettled([...this.running.values()].map((run) => run.done))
     let timer: NodeJS.Timeout | undefined
     await Promise.race([finished, new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))])
     clearTimeout(timer)
     if (this.running.size > 0) {
       this.abort.abort()
-      const ids = [...this.running.keys()]
+      const ids = this.runningJobIds()
       await repository.release(this.options.db, this.id, ids, new Date())
       this.options.logger.warn({ workerId: this.id, jobIds: ids }, 'released jobs still running at shutdown')
     }
@@ -98,14 +102,14 @@ export class Worker {
   async drain(): Promise<number> {
     let total = 0
     for (;;) {
-      const jobs = await this.claim(this.options.concurrency)
-      if (jobs.length === 0) {
+      const runs = await this.claim(this.options.concurrency)
+      if (runs.length === 0) {
         if (this.running.size === 0) return total
-        await Promise.race(this.running.values())
+        await this.anyRunFinished()
         continue
       }
-      total += jobs.length
-      await Promise.all(jobs.map((job) => this.execute(job)))
+      for (const run of runs) total += run.length
+      await Promise.all(runs.map((run) => this.execute(run)))
     }
   }
 
@@ -115,9 +119,9 @@ export class Worker {
       try {
         const free = this.options.concurrency - this.running.size
         if (free > 0) {
-          const jobs = await this.claim(free)
-          claimed = jobs.length
-          for (const job of jobs) void this.execute(job)
+          const runs = await this.claim(free)
+          claimed = runs.length
+          for (const run of runs) void this.execute(run)
         }
       } catch (error) {
         this.options.logger.error({ err: error, workerId: this.id }, 'claiming jobs failed')
@@ -132,52 +136,84 @@ export class Worker {
           resolve()
         }
         const timer = setTimeout(done, this.options.pollIntervalMs)
-        if (full) void Promise.race(this.running.values()).then(done, done)
+        if (full) void this.anyRunFinished().then(done, done)
         this.wake = done
       })
       this.wake = null
     }
   }
 
-  private claim(limit: number): Promise<JobRow[]> {
-    return repository.claimDue(this.options.db, { workerId: this.id, limit, leaseMs: this.options.leaseMs, types: this.options.handlers.types() })
-  }
-
-  private execute(job: JobRow): Promise<void> {
-    const work = this.attempt(job).finally(() => this.running.delete(job.id))
-    this.running.set(job.id, work)
-    return work
-  }
-
-  private async attempt(job: JobRow): Promise<void> {
-    const { db, handlers, logger, retry } = this.options
-    const handler = handlers.get(job.type)!
-    try {
-      await handler(job, { attempt: job.attempts, signal: this.abort.signal })
-    } catch (error) {
-      if (this.abort.signal.aborted) return
-      const at = new Date()
-      const next = afterFailure(job.attempts, { ...retry, maxAttempts: job.max_attempts }, at)
-      try {
-        if ('giveUp' in next) {
-          await repository.fail(db, job.id, this.id, describe(error), at)
-          logger.error({ err: error, jobId: job.id, type: job.type, attempts: job.attempts }, 'job failed for good after its last attempt')
-        } else {
-          await repository.reschedule(db, job.id, this.id, next.retryAt, describe(error), at)
-          logger.warn({ err: error, jobId: job.id, type: job.type, attempts: job.attempts, retryAt: next.retryAt }, 'job failed; retrying later')
-        }
-      } catch (writeError) {
-        // The lease runs out and the job is taken over: it is not lost.
-        logger.error({ err: writeError, jobId: job.id }, 'recording a job failure failed')
-      }
-      return
+  /**
+   * Claims due jobs for up to `slots` runs. A first claim takes one job per slot; for each type among them whose
+   * handler takes batches, a second claim fills their runs up to its `maxJobs`, so that nothing is claimed that
+   * has no run to go into (and a queue of one-job types is not claimed wholesale and given back).
+   */
+  private async claim(slots: number): Promise<JobRow[][]> {
+    const { db, handlers, leaseMs } = this.options
+    const maxJobsOf = (type: string) => handlers.maxJobsOf(type) ?? 1
+    const jobs = await repository.claimDue(db, { workerId: this.id, limit: slots, leaseMs, types: handlers.types() })
+    const counts = new Map<string, number>()
+    for (const job of jobs) if (maxJobsOf(job.type) > 1) counts.set(job.type, (counts.get(job.type) ?? 0) + 1)
+    for (const [type, count] of counts) {
+      const room = Math.ceil(count / maxJobsOf(type)) * maxJobsOf(type) - count
+      if (room > 0) jobs.push(...(await repository.claimDue(db, { workerId: this.id, limit: room, leaseMs, types: [type] })))
     }
+    const { runs, leftOver } = formRuns(jobs, slots, maxJobsOf)
+    if (leftOver.length > 0) await repository.release(db, this.id, leftOver.map((job) => job.id), new Date())
+    return runs
+  }
+
+  private runningJobIds(): string[] {
+    return [...this.running.values()].flatMap((run) => run.jobIds)
+  }
+
+  private anyRunFinished(): Promise<void> {
+    return Promise.race([...this.running.values()].map((run) => run.done))
+  }
+
+  private execute(run: JobRow[]): Promise<void> {
+    const key = run[0]!.id
+    const done = this.attempt(run).finally(() => this.running.delete(key))
+    this.running.set(key, { jobIds: run.map((job) => job.id), done })
+    return done
+  }
+
+  private async attempt(run: JobRow[]): Promise<void> {
+    const { db, handlers, logger } = this.options
+    let failures: ReadonlyMap<string, unknown>
     try {
-      if (!(await repository.complete(db, job.id, this.id, new Date()))) {
-        logger.warn({ jobId: job.id, type: job.type }, 'job finished after its lease passed; another worker may have run it too')
-      }
+      failures = await handlers.run(run, this.abort.signal)
     } catch (error) {
-      logger.error({ err: error, jobId: job.id }, 'marking a job completed failed; it will run again')
+      failures = new Map(run.map((job) => [job.id, error]))
+    }
+    // A stopping worker gave its runs back; the failures are not counted against the jobs.
+    if (!this.abort.signal.aborted) {
+      for (const job of run) if (failures.has(job.id)) await this.recordFailure(job, failures.get(job.id))
+    }
+    const succeeded = run.filter((job) => !failures.has(job.id)).map((job) => job.id)
+    try {
+      const lost = await repository.complete(db, succeeded, this.id, new Date())
+      if (lost.length > 0) logger.warn({ jobIds: lost, type: run[0]!.type }, 'jobs finished after their lease passed; another worker may have run them too')
+    } catch (error) {
+      logger.error({ err: error, jobIds: succeeded }, 'marking jobs completed failed; they will run again')
+    }
+  }
+
+  private async recordFailure(job: JobRow, error: unknown): Promise<void> {
+    const { db, logger, retry } = this.options
+    const at = new Date()
+    const next = afterFailure(job.attempts, { ...retry, maxAttempts: job.max_attempts }, at)
+    try {
+      if ('giveUp' in next) {
+        await repository.fail(db, job.id, this.id, describe(error), at)
+        logger.error({ err: error, jobId: job.id, type: job.type, attempts: job.attempts }, 'job failed for good after its last attempt')
+      } else {
+        await repository.reschedule(db, job.id, this.id, next.retryAt, describe(error), at)
+        logger.warn({ err: error, jobId: job.id, type: job.type, attempts: job.attempts, retryAt: next.retryAt }, 'job failed; retrying later')
+      }
+    } catch (writeError) {
+      // The lease runs out and the job is taken over: it is not lost.
+      logger.error({ err: writeError, jobId: job.id }, 'recording a job failure failed')
     }
   }
 }
