@@ -231,7 +231,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   const accounts = new AccountsService({ db: database.db, ledger, assets: { mayHold } })
   metadata.registerEntity('accounts', (principal, entityId) => accounts.metadataOwner(principal, entityId))
   const jobs = new JobHandlers()
-  const deposits = new DepositsService({ db: database.db, ledger, assets: { decimalsOf: (code) => assetCatalogue.find(code)?.decimals }, networks, jobs })
+  const deposits = new DepositsService({ db: database.db, ledger, assets: { decimalsOf: (code) => assetCatalogue.find(code)?.decimals }, networks, jobs, settlementBatch: config.workerBatchSize })
   const transactions = new TransactionsService({ db: database.db, accounts: { ownedAccount: (principal, id) => accounts.metadataOwner(principal, id) } })
   metadata.registerEntity('transactions', (principal, entityId) => transactions.metadataOwner(principal, entityId))
   const worker = new Worker({

@@ -45,6 +45,7 @@ export interface Config {
   workerPollIntervalMs: number
   /** Jobs one worker process runs at the same time. */
   workerConcurrency: number
+  workerBatchSize: number
   /** How long a claimed job stays with its worker without a renewal; a dead worker's jobs are taken over after it. */
   workerLeaseMs: number
 }
@@ -185,6 +186,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     maxFilesPerUser: integer('MAX_FILES_PER_USER', 1000, 1, 1_000_000),
     workerPollIntervalMs: integer('WORKER_POLL_INTERVAL_MS', 250, 10, 600_000),
     workerConcurrency: integer('WORKER_CONCURRENCY', 4, 1, 256),
+    workerBatchSize: integer('WORKER_BATCH_SIZE', 100, 1, 1000),
     workerLeaseMs: integer('WORKER_LEASE_MS', 60_000, 1_000, 3_600_000),
   }
 

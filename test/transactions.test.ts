@@ -156,6 +156,41 @@ for (const engine of ENGINES) {
       assert.deepEqual(await suite.ctx.services.ledger.check(), [])
     })
 
+    test('deposits due together settle together: each its own posting and events, one balance event per account', async () => {
+      const a = await openAccount()
+      const b = await openAccount()
+      const amounts = ['0.1', '0.2', '0.3']
+      const ids = [
+        ...(await Promise.all(amounts.map((amount) => record({ ...a, amount })))).map((r) => r.transactionId),
+        (await record({ ...b, amount: '0.05' })).transactionId,
+      ]
+      assert.ok((await suite.ctx.services.worker.drain()) >= ids.length)
+      assert.equal(await balance(a.userId, a.accountId), '0.6')
+      assert.equal(await balance(b.userId, b.accountId), '0.05')
+      for (const id of ids) {
+        assert.equal(await postingsOf(id), 1)
+        const events = await eventsAbout(suite.ctx.database.db, org(), { type: 'transaction', id })
+        assert.deepEqual(events.map((e) => e.type), ['core.transaction.created', 'core.transaction.status-changed'])
+      }
+      // Settled in one database transaction: one balance event for the account, with the balance all three left.
+      const balanceEvents = (await eventsAbout(suite.ctx.database.db, org(), { type: 'account', id: a.accountId })).filter((e) => e.type === 'core.account.balance-changed')
+      assert.equal(balanceEvents.length, 1)
+      assert.equal((balanceEvents[0]!.data as { account: { balance: { total: string } } }).account.balance.total, '0.6')
+
+      // One deposit that cannot settle does not hold up the others due with it: it fails alone.
+      const c = await openAccount()
+      const doomed = await openAccount()
+      const more = [(await record({ ...c, amount: '1' })).transactionId, (await record({ ...doomed, amount: '2' })).transactionId, (await record({ ...c, amount: '3' })).transactionId]
+      assert.equal((await suite.ctx.request({ method: 'DELETE', url: `/core/accounts/${doomed.accountId}`, headers: bearer(suite.token, doomed.userId) })).status, 204)
+      await suite.ctx.services.worker.drain()
+      const statuses = await Promise.all(more.map(async (id, n) => (await get(n === 1 ? doomed.userId : c.userId, id)).json<{ transaction: Transaction }>().transaction.status))
+      assert.deepEqual(statuses, ['completed', 'failed', 'completed'])
+      assert.equal(await balance(c.userId, c.accountId), '4')
+      const jobs = await suite.ctx.database.db.selectFrom('jobs').select('status').where('type', '=', 'deposit.settle').where('status', '!=', 'completed').execute()
+      assert.deepEqual(jobs, [])
+      assert.deepEqual(await suite.ctx.services.ledger.check(), [])
+    })
+
     test('lists the user\'s transactions newest first with pagination and a status filter', async () => {
       const { userId, accountId } = await openAccount()
       const second = await openAccount(suite.token, 'ETH')

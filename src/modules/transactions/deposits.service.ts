@@ -1,5 +1,5 @@
 import BigNumber from 'bignumber.js'
-import type { Db, Executor, JobRow, Tx } from '../../db/schema.ts'
+import type { Db, Executor, JobRow, TransactionRow, Tx } from '../../db/schema.ts'
 import { ApiError, conflict, notFound } from '../../http/errors.ts'
 import { isUuid, uuidv7 } from '../../lib/ids.ts'
 import { enqueue, type JobHandlers } from '../../jobs/queue.ts'
@@ -7,9 +7,12 @@ import { parseAmount } from '../ledger/ledger.rules.ts'
 import type { LedgerAssets, LedgerService } from '../ledger/ledger.service.ts'
 import * as repository from './transactions.repository.ts'
 import type { TransactionNode, TransactionStatusReason } from './transactions.schemas.ts'
-import { announceTransaction, TRANSACTION_EVENTS } from './transactions.service.ts'
+import { announceTransactions, TRANSACTION_EVENTS } from './transactions.service.ts'
 
 export const SETTLE_DEPOSIT_JOB = 'deposit.settle'
+
+/** How many deposit settlements the worker hands over at once by default (see WORKER_BATCH_SIZE). */
+export const DEFAULT_SETTLEMENT_BATCH = 100
 
 export interface DepositInput {
   organizationId: string
@@ -42,10 +45,17 @@ const PERMANENT_FAILURES: Record<string, TransactionStatusReason> = {
   transaction_amount_invalid: 'unspecified-error',
 }
 
+function payloadOf(job: JobRow): { organizationId: string; transactionId: string } {
+  return job.payload as { organizationId: string; transactionId: string }
+}
+
 /**
  * Deposits: money that arrived for a user's account on a network. Recording one creates the transaction
  * (`processing`) and its settlement job in the caller's database transaction; the worker then posts it to the
- * ledger (network clearing → account) and completes it, both in one database transaction, once.
+ * ledger (network clearing → account) and completes it, both in one database transaction, once. The worker
+ * hands over the settlements that are due together, and those of one organization share one database
+ * transaction: under load, the network's clearing account (a row every deposit locks) is locked once per batch
+ * rather than once per deposit.
  */
 export class DepositsService {
   private readonly db: Db
@@ -53,12 +63,12 @@ export class DepositsService {
   private readonly assets: LedgerAssets
   private readonly networks: NetworkKinds
 
-  constructor(deps: { db: Db; ledger: LedgerService; assets: LedgerAssets; networks: NetworkKinds; jobs: JobHandlers }) {
+  constructor(deps: { db: Db; ledger: LedgerService; assets: LedgerAssets; networks: NetworkKinds; jobs: JobHandlers; settlementBatch?: number }) {
     this.db = deps.db
     this.ledger = deps.ledger
     this.assets = deps.assets
     this.networks = deps.networks
-    deps.jobs.register(SETTLE_DEPOSIT_JOB, (job) => this.settle(job))
+    deps.jobs.registerBatch(SETTLE_DEPOSIT_JOB, (jobs) => this.settleAll(jobs), { maxJobs: deps.settlementBatch ?? DEFAULT_SETTLEMENT_BATCH })
   }
 
   /**
@@ -109,15 +119,15 @@ export class DepositsService {
         updated_at: at,
         completed_at: null,
       }
-      if (!(await repository.insertOnce(tx, row))) {
+      const inserted = await repository.insertOnce(tx, row)
+      if (!inserted) {
         const existing = await repository.findByReference(tx, input.organizationId, input.reference)
         const same = existing && existing.type === 'deposit' && existing.account_id === accountId && existing.asset === input.asset &&
           existing.network === input.network && new BigNumber(existing.amount).isEqualTo(amount)
         if (!same) throw conflict('transaction_reference_reused', 'This reference was already recorded for a different transaction')
         return { transactionId: existing.id }
       }
-      const inserted = (await repository.find(tx, input.organizationId, row.id))!
-      await announceTransaction(tx, TRANSACTION_EVENTS.created, inserted)
+      await announceTransactions(tx, TRANSACTION_EVENTS.created, [inserted])
       await enqueue(tx, { type: SETTLE_DEPOSIT_JOB, organizationId: input.organizationId, payload: { organizationId: input.organizationId, transactionId: row.id } })
       return { transactionId: row.id }
     }
@@ -125,34 +135,85 @@ export class DepositsService {
   }
 
   /**
-   * Settles a recorded deposit. The ledger posting (referenced by the transaction id) and the status change
-   * commit together, and only while the transaction is still `processing`: a retried or duplicated job finds
-   * it settled and does nothing. A deposit the ledger refuses for good (the account was archived meanwhile)
+   * Settles the deposits of the jobs: those of one organization together (see `settleTogether`). When that fails
+   * (one of them refused, a lost race), each is settled on its own instead, so that no deposit's failure holds
+   * up another. Resolves with the jobs that failed, to be retried.
+   */
+  async settleAll(jobs: readonly JobRow[]): Promise<Map<string, unknown>> {
+    const failures = new Map<string, unknown>()
+    const byOrganization = new Map<string, JobRow[]>()
+    for (const job of jobs) {
+      const { organizationId } = payloadOf(job)
+      byOrganization.set(organizationId, [...(byOrganization.get(organizationId) ?? []), job])
+    }
+    for (const [organizationId, group] of byOrganization) {
+      if (group.length > 1) {
+        try {
+          await this.settleTogether(organizationId, group.map((job) => payloadOf(job).transactionId))
+          continue
+        } catch {
+          // Settled one by one below: the one that cannot settle is found and fails or retries on its own.
+        }
+      }
+      for (const job of group) {
+        try {
+          await this.settle(job)
+        } catch (error) {
+          failures.set(job.id, error)
+        }
+      }
+    }
+    return failures
+  }
+
+  /**
+   * Settles one recorded deposit. A deposit the ledger refuses for good (the account was archived meanwhile)
    * fails with a reason; the clearing account is then not debited, so the money stays recorded as owed by the
-   * network, to be returned to its sender.
+   * network, to be returned to its sender. Any other error is thrown, for the job to be retried.
    */
   async settle(job: JobRow): Promise<void> {
-    const { organizationId, transactionId } = job.payload as { organizationId: string; transactionId: string }
+    const { organizationId, transactionId } = payloadOf(job)
     try {
-      await this.db.transaction().execute(async (tx) => {
-        const row = await repository.lockInStatus(tx, organizationId, transactionId, 'processing')
-        if (!row) return
-        const clearing = await this.ledger.systemAccount(organizationId, { kind: 'clearing', network: row.network, asset: row.asset }, tx)
-        await this.ledger.transfer(
-          { organizationId, type: 'deposit', reference: row.id, from: clearing, to: row.account_id, amount: row.amount, data: { transactionId: row.id } },
-          { tx },
-        )
-        await this.finish(tx, row.organization_id, row.id, { status: 'completed', reason: null })
-      })
+      await this.settleTogether(organizationId, [transactionId])
     } catch (error) {
       const reason = error instanceof ApiError ? PERMANENT_FAILURES[error.code] : undefined
       if (reason === undefined) throw error
-      await this.db.transaction().execute((tx) => this.finish(tx, organizationId, transactionId, { status: 'failed', reason }))
+      await this.db.transaction().execute((tx) => this.finish(tx, organizationId, [transactionId], { status: 'failed', reason }))
     }
   }
 
-  private async finish(tx: Tx, organizationId: string, id: string, to: { status: 'completed' | 'failed'; reason: TransactionStatusReason | null }): Promise<void> {
-    const row = await repository.transition(tx, organizationId, id, 'processing', { ...to, at: new Date() })
-    if (row) await announceTransaction(tx, TRANSACTION_EVENTS.statusChanged, row)
+  /**
+   * Posts the deposits to the ledger and completes them, all in one database transaction, for those still
+   * `processing`: a retried or duplicated job finds its deposit settled and does nothing. The ledger postings
+   * are referenced by the transaction ids, so that a deposit can never be posted twice.
+   */
+  private async settleTogether(organizationId: string, transactionIds: readonly string[]): Promise<void> {
+    await this.db.transaction().execute(async (tx) => {
+      const rows = await repository.lockInStatus(tx, organizationId, transactionIds, 'processing')
+      if (rows.length === 0) return
+      const clearing = new Map<string, string>()
+      const clearingOf = async (row: TransactionRow) => {
+        const key = `${row.network}|${row.asset}`
+        if (!clearing.has(key)) clearing.set(key, await this.ledger.systemAccount(organizationId, { kind: 'clearing', network: row.network, asset: row.asset }, tx))
+        return clearing.get(key)!
+      }
+      const postings = []
+      for (const row of rows) {
+        postings.push({
+          organizationId,
+          type: 'deposit',
+          reference: row.id,
+          legs: [{ accountId: await clearingOf(row), amount: `-${row.amount}` }, { accountId: row.account_id, amount: row.amount }],
+          data: { transactionId: row.id },
+        })
+      }
+      await this.ledger.postAll(postings, { tx })
+      await this.finish(tx, organizationId, rows.map((row) => row.id), { status: 'completed', reason: null })
+    })
+  }
+
+  private async finish(tx: Tx, organizationId: string, ids: readonly string[], to: { status: 'completed' | 'failed'; reason: TransactionStatusReason | null }): Promise<void> {
+    const rows = await repository.transition(tx, organizationId, ids, 'processing', { ...to, at: new Date() })
+    await announceTransactions(tx, TRANSACTION_EVENTS.statusChanged, rows)
   }
 }

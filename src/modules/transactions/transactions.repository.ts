@@ -3,10 +3,9 @@ import { fetchPage } from '../../db/paging.ts'
 import type { PageWindow } from '../../http/pagination.ts'
 import type { Insertable } from 'kysely'
 
-/** Inserts the transaction unless its reference was already recorded; true when it inserted. */
-export async function insertOnce(db: Executor, row: Insertable<TransactionsTable>): Promise<boolean> {
-  const result = await db.insertInto('transactions').values(row).onConflict((oc) => oc.columns(['organization_id', 'reference']).doNothing()).executeTakeFirst()
-  return (result.numInsertedOrUpdatedRows ?? 0n) > 0n
+/** Inserts the transaction unless its reference was already recorded; the row as stored, or undefined when it was not inserted. */
+export function insertOnce(db: Executor, row: Insertable<TransactionsTable>): Promise<TransactionRow | undefined> {
+  return db.insertInto('transactions').values(row).onConflict((oc) => oc.columns(['organization_id', 'reference']).doNothing()).returningAll().executeTakeFirst()
 }
 
 export function findByReference(db: Executor, organizationId: string, reference: string): Promise<TransactionRow | undefined> {
@@ -27,34 +26,37 @@ export function findOwned(db: Executor, organizationId: string, ownerId: string,
     .executeTakeFirst()
 }
 
-/** Locks a transaction that is still in `status`; undefined when it has moved on (or does not exist). */
-export function lockInStatus(db: Executor, organizationId: string, id: string, status: TransactionRow['status']): Promise<TransactionRow | undefined> {
+/** Locks the transactions that are still in `status`, in id order; those that moved on (or do not exist) are left out. */
+export function lockInStatus(db: Executor, organizationId: string, ids: readonly string[], status: TransactionRow['status']): Promise<TransactionRow[]> {
+  if (ids.length === 0) return Promise.resolve([])
   return db
     .selectFrom('transactions')
     .selectAll()
     .where('organization_id', '=', organizationId)
-    .where('id', '=', id)
+    .where('id', 'in', ids)
     .where('status', '=', status)
+    .orderBy('id')
     .forUpdate()
-    .executeTakeFirst()
+    .execute()
 }
 
-/** Moves a transaction on from `from`; undefined when it was no longer there (someone else moved it). */
+/** Moves transactions on from `from`; returns those moved (one that was no longer there was moved by someone else). */
 export function transition(
   db: Executor,
   organizationId: string,
-  id: string,
+  ids: readonly string[],
   from: TransactionRow['status'],
   to: { status: TransactionRow['status']; reason: string | null; at: Date },
-): Promise<TransactionRow | undefined> {
+): Promise<TransactionRow[]> {
+  if (ids.length === 0) return Promise.resolve([])
   return db
     .updateTable('transactions')
     .set({ status: to.status, reason: to.reason, updated_at: to.at, completed_at: to.status === 'completed' ? to.at : null })
     .where('organization_id', '=', organizationId)
-    .where('id', '=', id)
+    .where('id', 'in', ids)
     .where('status', '=', from)
     .returningAll()
-    .executeTakeFirst()
+    .execute()
 }
 
 /** The user's transactions (of one account, when given), newest first. */

@@ -3,7 +3,7 @@ import { notFound } from '../../http/errors.ts'
 import { pageWindow, type PageWindow, type PaginationParams } from '../../http/pagination.ts'
 import type { Principal } from '../../http/principal.ts'
 import { isUuid } from '../../lib/ids.ts'
-import { recordEvent } from '../events/outbox.ts'
+import { recordEvents } from '../events/outbox.ts'
 import { formatAmount } from '../ledger/ledger.service.ts'
 import * as repository from './transactions.repository.ts'
 import type { Transaction, TransactionNode, TransactionStatusReason } from './transactions.schemas.ts'
@@ -33,16 +33,19 @@ export function presentTransaction(row: TransactionRow): Transaction {
   }
 }
 
-/** Records the outbox event of a new transaction or of its status change, in the transaction that made it. */
-export async function announceTransaction(executor: Executor, type: (typeof TRANSACTION_EVENTS)[keyof typeof TRANSACTION_EVENTS], row: TransactionRow): Promise<void> {
-  await recordEvent(executor, {
-    organizationId: row.organization_id,
-    type,
-    subject: { type: 'transaction', id: row.id },
-    userId: row.owner_id,
-    data: { transaction: presentTransaction(row) },
-    occurredAt: row.updated_at,
-  })
+/** Records the outbox events of new transactions or of their status change, in the transaction that made it. */
+export async function announceTransactions(executor: Executor, type: (typeof TRANSACTION_EVENTS)[keyof typeof TRANSACTION_EVENTS], rows: readonly TransactionRow[]): Promise<void> {
+  await recordEvents(
+    executor,
+    rows.map((row) => ({
+      organizationId: row.organization_id,
+      type,
+      subject: { type: 'transaction', id: row.id },
+      userId: row.owner_id,
+      data: { transaction: presentTransaction(row) },
+      occurredAt: row.updated_at,
+    })),
+  )
 }
 
 /** Which of the acting user's accounts exist for them (not archived); the accounts module answers. */
