@@ -2,6 +2,16 @@
 declare module 'autocannon' {
   import type { EventEmitter } from 'node:events'
 
+  /** One request of a sequence each connection sends in turn. */
+  export interface RequestParams {
+    method?: Options['method']
+    path?: string
+    headers?: Record<string, string>
+    body?: string
+    /** Called before each send of this request; returns the request to send. */
+    setupRequest?: (request: RequestParams) => RequestParams
+  }
+
   export interface Options {
     url: string
     method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
@@ -9,6 +19,10 @@ declare module 'autocannon' {
     body?: string
     /** Seconds. */
     duration?: number
+    /** Requests to send in all; when set, `duration` is ignored. */
+    amount?: number
+    /** The sequence of requests each connection sends, instead of `method`/`headers`/`body`. */
+    requests?: RequestParams[]
     connections?: number
     pipelining?: number
     /** Seconds before a request counts as timed out. */
