@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
+import { openDatabase } from '../src/db/database.ts'
+import { JobHandlers } from '../src/jobs/queue.ts'
+import { Worker } from '../src/jobs/worker.ts'
 import { eventsAbout } from '../src/modules/events/outbox.ts'
-import { bearer, ENGINES, useApp, type TestResponse } from './helpers.ts'
+import { LedgerService } from '../src/modules/ledger/ledger.service.ts'
+import { DepositsService } from '../src/modules/transactions/deposits.service.ts'
+import { bearer, ENGINES, TEST_DATABASE_URL, useApp, type TestResponse } from './helpers.ts'
 
 const UNKNOWN_ID = '0190a8c1-0000-7000-8000-000000000000'
 
@@ -261,6 +266,68 @@ for (const engine of ENGINES) {
       const other = await openAccount()
       assertError(await suite.ctx.request({ method: 'GET', url: `/core/transactions/${transactionId}/metadata`, headers: bearer(suite.token, other.userId) }), 404, 'entity_not_found')
       await suite.ctx.services.worker.drain()
+    })
+  })
+}
+
+if (TEST_DATABASE_URL) {
+  describe('deposit settlement by several workers [postgres]', () => {
+    const suite = useApp('postgres')
+
+    test('two workers settling batches side by side settle every deposit once, with no deadlock and no retry', async () => {
+      const org = suite.ctx.client.organizationId
+      const userId = (await suite.ctx.createUser(suite.token)).id
+      const accounts: string[] = []
+      for (let i = 0; i < 5; i++) {
+        const response = await suite.ctx.request({ method: 'POST', url: '/core/accounts', headers: bearer(suite.token, userId), payload: { label: `Account ${i}`, asset: 'BTC' } })
+        accounts.push(response.json<{ account: { id: string } }>().account.id)
+      }
+      const ids: string[] = []
+      for (let n = 0; n < 300; n++) {
+        const { transactionId } = await suite.ctx.services.deposits.record(suite.ctx.database.db, {
+          organizationId: org, userId, accountId: accounts[n % accounts.length]!, asset: 'BTC', amount: '0.001', network: 'bitcoin', reference: `parallel-${process.pid}-${n}`,
+        })
+        ids.push(transactionId)
+      }
+      // A second process's worker: its own pool, ledger and deposit handler on the same schema.
+      const second = await openDatabase({ ...suite.ctx.config, databaseUrl: TEST_DATABASE_URL!, databasePoolSize: 8, searchPath: suite.ctx.database.schema! })
+      const handlers = new JobHandlers()
+      new DepositsService({
+        db: second.db,
+        ledger: new LedgerService({ db: second.db, assets: { decimalsOf: (code) => (code === 'BTC' ? 8 : undefined) } }),
+        assets: { decimalsOf: (code) => (code === 'BTC' ? 8 : undefined) },
+        networks: suite.ctx.services.networks,
+        jobs: handlers,
+        settlementBatch: 7,
+      })
+      const workers = [
+        new Worker({ db: suite.ctx.database.db, handlers: suite.ctx.services.jobs, pollIntervalMs: 5, concurrency: 3, leaseMs: 30_000 }),
+        new Worker({ db: second.db, handlers, pollIntervalMs: 5, concurrency: 3, leaseMs: 30_000 }),
+      ]
+      try {
+        for (const worker of workers) worker.start()
+        const deadline = Date.now() + 60_000
+        for (;;) {
+          const left = await suite.ctx.database.db.selectFrom('transactions').select('id').where('id', 'in', ids).where('status', '=', 'processing').execute()
+          if (left.length === 0) break
+          assert.ok(Date.now() < deadline, `${left.length} deposits still processing`)
+          await new Promise((resolve) => setTimeout(resolve, 20))
+        }
+      } finally {
+        await Promise.all(workers.map((worker) => worker.stop(5_000)))
+        await second.close()
+      }
+      const settled = await suite.ctx.database.db.selectFrom('transactions').select('status').where('id', 'in', ids).execute()
+      assert.ok(settled.every((row) => row.status === 'completed'))
+      const postings = await suite.ctx.database.db.selectFrom('ledger_transactions').select('reference').where('organization_id', '=', org).where('reference', 'in', ids).execute()
+      assert.equal(postings.length, ids.length)
+      const jobs = await suite.ctx.database.db.selectFrom('jobs').select(['status', 'attempts', 'locked_by']).where('type', '=', 'deposit.settle').where('organization_id', '=', org).execute()
+      assert.ok(jobs.every((job) => job.status === 'completed' && job.attempts === 1), 'every settlement ran once: no deadlock, no lost lease')
+      for (const accountId of accounts) {
+        const response = await suite.ctx.request({ method: 'GET', url: `/core/accounts/${accountId}`, headers: bearer(suite.token, userId) })
+        assert.equal(response.json<{ account: { balance: { total: string } } }>().account.balance.total, '0.06')
+      }
+      assert.deepEqual(await suite.ctx.services.ledger.check(), [])
     })
   })
 }
