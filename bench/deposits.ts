@@ -35,6 +35,7 @@ const settings = {
   concurrency: positiveInteger('BENCH_WORKER_CONCURRENCY', 8),
   clients: positiveInteger('BENCH_API_CLIENTS', 16),
   databaseUrl: process.env.BENCH_DATABASE_URL?.trim() || null,
+  cpuProfile: process.env.BENCH_CPU_PROF === '1',
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -190,7 +191,8 @@ async function main(): Promise<number> {
   const postgresVersion = await databaseVersion(url)
 
   const credentials = newClientCredentials()
-  const tessera = await startTessera(url, credentials, { env: { WORKER_CONCURRENCY: String(settings.concurrency) } })
+  const profileDir = settings.cpuProfile ? path.join(RESULTS_DIR, `deposits-profile-${startedAt.toISOString().replace(/[:.]/g, '-')}`) : null
+  const tessera = await startTessera(url, credentials, { env: { WORKER_CONCURRENCY: String(settings.concurrency) }, profileDir })
   const token = await accessToken(tessera.baseUrl, credentials)
   log(`${settings.accounts} accounts with deposit addresses`)
   const f = await fixture(tessera.baseUrl, token)
@@ -240,6 +242,7 @@ async function main(): Promise<number> {
   }
   fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`)
   process.stdout.write(`Results: ${path.relative(ROOT, file)}\n`)
+  if (profileDir) process.stdout.write(`CPU profile of Tessera: ${path.relative(ROOT, profileDir)}/\n`)
   return 0
 }
 
