@@ -1,7 +1,8 @@
 import Type, { type Static } from 'typebox'
 import { IdempotencyKeyHeader } from '../../http/idempotency.ts'
 import { Pagination, PaginationQuery } from '../../http/pagination.ts'
-import { component, ErrorBody, OnBehalfOfHeader, Timestamp, UserContextHeaders, Uuid } from '../../http/schemas.ts'
+import { component, OnBehalfOfHeader, Timestamp, UserContextHeaders, Uuid } from '../../http/schemas.ts'
+import { CreationErrors, InitialMetadata } from '../metadata/metadata.schemas.ts'
 
 const NoEdgeSpaces = '^\\S.*\\S$|^\\S$'
 
@@ -42,13 +43,7 @@ export const CreateAccountBody = component(
   Type.Object({
     label: Label,
     asset: Type.String({ minLength: 1, maxLength: 32, description: 'The code of the asset the account will hold (e.g. `BTC`).' }),
-    metadata: Type.Optional(
-      Type.Unknown({
-        description:
-          'Free-form JSON object (at most 1024 characters once serialized) stored as the account\'s metadata. ' +
-          'Invalid metadata never fails the creation: it is reported in `errors.metadata` and the account is created without it.',
-      }),
-    ),
+    metadata: Type.Optional(InitialMetadata('account')),
   }),
 )
 export type CreateAccountBody = Static<typeof CreateAccountBody>
@@ -57,9 +52,7 @@ export const CreateAccountResponse = component(
   'create-account-response',
   Type.Object({
     account: Account,
-    errors: Type.Optional(
-      Type.Object({ metadata: Type.Optional(ErrorBody) }, { description: 'Problems with optional parts of the request that did not prevent the creation.' }),
-    ),
+    errors: CreationErrors,
   }),
 )
 

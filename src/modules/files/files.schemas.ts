@@ -1,6 +1,7 @@
 import Type, { type Static } from 'typebox'
 import { IdempotencyKeyHeader } from '../../http/idempotency.ts'
-import { component, ErrorBody, OnBehalfOfHeader, Timestamp, UserContextHeaders, Uuid } from '../../http/schemas.ts'
+import { component, OnBehalfOfHeader, Timestamp, UserContextHeaders, Uuid } from '../../http/schemas.ts'
+import { CreationErrors, InitialMetadata } from '../metadata/metadata.schemas.ts'
 
 export const FILE_CATEGORIES = ['document', 'image', 'video'] as const
 export type FileCategory = (typeof FILE_CATEGORIES)[number]
@@ -38,13 +39,7 @@ export const CreateFileBody = component(
         maxLength: 100,
         description: 'Media type of the file to upload; must be allowed for the category (`GET /core/files/settings`).',
       }),
-      metadata: Type.Optional(
-        Type.Unknown({
-          description:
-            'Free-form JSON object (at most 1024 characters once serialized) stored as the file\'s metadata. ' +
-            'Invalid metadata never fails the creation: it is reported in `errors.metadata` and the file is created without it.',
-        }),
-      ),
+      metadata: Type.Optional(InitialMetadata('file')),
     },
     {
       additionalProperties: false,
@@ -91,12 +86,7 @@ export const CreateFileResponse = component(
   'create-file-response',
   Type.Object({
     file: FileForUpload,
-    errors: Type.Optional(
-      Type.Object(
-        { metadata: Type.Optional(ErrorBody) },
-        { description: 'Problems with optional parts of the request that did not prevent the creation.' },
-      ),
-    ),
+    errors: CreationErrors,
   }),
 )
 

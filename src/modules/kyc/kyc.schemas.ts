@@ -1,5 +1,6 @@
 import Type, { type Static, type TSchema } from 'typebox'
 import { ActingRequestHeaders, component, Timestamp, Uuid } from '../../http/schemas.ts'
+import { Address } from '../users/users.schemas.ts'
 import { KYC_PROCESSES, KYC_STATUSES } from './kyc.machine.ts'
 
 const NoEdgeSpaces = '^\\S.*\\S$|^\\S$'
@@ -59,14 +60,6 @@ export const KycHintForm = component(
   ),
 )
 
-const Address = Type.Object({
-  country: Type.String(),
-  subdivision: Type.Optional(Type.String()),
-  city: Type.Optional(Type.String()),
-  line1: Type.Optional(Type.String()),
-  line2: Type.Optional(Type.String()),
-  postalCode: Type.Optional(Type.String()),
-})
 
 const AddressUpdate = Type.Object(
   {

@@ -1,5 +1,5 @@
 import Type from 'typebox'
-import { component, OnBehalfOfHeader, UserContextHeaders } from '../../http/schemas.ts'
+import { component, ErrorBody, OnBehalfOfHeader, UserContextHeaders } from '../../http/schemas.ts'
 import { METADATA_ENTITIES } from './metadata.service.ts'
 
 export const Metadata = component(
@@ -13,6 +13,20 @@ export const Metadata = component(
 )
 
 export const MetadataResponse = component('metadata-response', Type.Object({ metadata: Metadata }))
+
+/** The `metadata` of a request that creates an entity (`user`, `account`, `file`): stored with it, never failing it. */
+export function InitialMetadata(entity: string) {
+  return Type.Unknown({
+    description:
+      `Free-form JSON object (at most 1024 characters once serialized) stored as the ${entity}'s metadata. ` +
+      `Invalid metadata never fails the creation: it is reported in \`errors.metadata\` and the ${entity} is created without it.`,
+  })
+}
+
+/** The `errors` of a creation response: what was wrong with the initial metadata, which was then left out. */
+export const CreationErrors = Type.Optional(
+  Type.Object({ metadata: Type.Optional(ErrorBody) }, { description: 'Problems with optional parts of the request that did not prevent the creation.' }),
+)
 
 export const JsonPatchOperations = component(
   'json-patch-operations',

@@ -1,6 +1,7 @@
 import Type, { type Static } from 'typebox'
 import { IdempotencyKeyHeader } from '../../http/idempotency.ts'
-import { component, Timestamp, UserContextHeaders, Uuid, ErrorBody } from '../../http/schemas.ts'
+import { component, Timestamp, UserContextHeaders, Uuid } from '../../http/schemas.ts'
+import { CreationErrors, InitialMetadata } from '../metadata/metadata.schemas.ts'
 
 const NoEdgeSpaces = '^\\S.*\\S$|^\\S$'
 const CountryCode = component('country-code', Type.String({ pattern: '^[A-Z]{2}$', description: 'ISO 3166-1 alpha-2 country code.' }))
@@ -20,11 +21,7 @@ const LegalEntityType = Type.Enum(['government-entity', 'non-profit', 'partnersh
   { description: 'Legal form of the business.' },
 )
 
-const Metadata = Type.Unknown({
-  description:
-    'Free-form JSON object (at most 1024 characters once serialized) stored as the user\'s metadata. ' +
-    'Invalid metadata never fails the creation: it is reported in `errors.metadata` and the user is created without it.',
-})
+const Metadata = InitialMetadata('user')
 
 const Phone = Type.Object(
   {
@@ -113,7 +110,7 @@ export const CreateUserBody = component(
 )
 export type CreateUserBody = Static<typeof CreateUserBody>
 
-const Address = component(
+export const Address = component(
   'address',
   Type.Object({
     country: Type.String(),
@@ -164,12 +161,7 @@ export const CreateUserResponse = component(
   'create-user-response',
   Type.Object({
     user: User,
-    errors: Type.Optional(
-      Type.Object(
-        { metadata: Type.Optional(ErrorBody) },
-        { description: 'Problems with optional parts of the request that did not prevent the creation.' },
-      ),
-    ),
+    errors: CreationErrors,
   }),
 )
 
