@@ -1,4 +1,5 @@
-import type { AccountRow, Executor } from '../../db/schema.ts'
+import type { Updateable } from 'kysely'
+import type { AccountRow, AccountsTable, Executor } from '../../db/schema.ts'
 import { fetchPage } from '../../db/paging.ts'
 import type { PageWindow } from '../../http/pagination.ts'
 
@@ -48,10 +49,11 @@ export function defaults(db: Executor, organizationId: string, ownerId: string, 
   return query.orderBy('asset').orderBy('id').execute()
 }
 
-export function updateLabel(db: Executor, organizationId: string, ownerId: string, id: string, label: string, at: Date): Promise<AccountRow | undefined> {
+/** Changes an active account of the user; undefined when it was not one (any more). */
+function updateActive(db: Executor, organizationId: string, ownerId: string, id: string, values: Updateable<AccountsTable>): Promise<AccountRow | undefined> {
   return db
     .updateTable('accounts')
-    .set({ label, updated_at: at })
+    .set(values)
     .where('organization_id', '=', organizationId)
     .where('owner_id', '=', ownerId)
     .where('id', '=', id)
@@ -60,15 +62,11 @@ export function updateLabel(db: Executor, organizationId: string, ownerId: strin
     .executeTakeFirst()
 }
 
+export function updateLabel(db: Executor, organizationId: string, ownerId: string, id: string, label: string, at: Date): Promise<AccountRow | undefined> {
+  return updateActive(db, organizationId, ownerId, id, { label, updated_at: at })
+}
+
 /** Archives the account; undefined when it was not an active account of the user (any more). */
 export function archive(db: Executor, organizationId: string, ownerId: string, id: string, at: Date): Promise<AccountRow | undefined> {
-  return db
-    .updateTable('accounts')
-    .set({ archived_at: at, updated_at: at })
-    .where('organization_id', '=', organizationId)
-    .where('owner_id', '=', ownerId)
-    .where('id', '=', id)
-    .where('archived_at', 'is', null)
-    .returningAll()
-    .executeTakeFirst()
+  return updateActive(db, organizationId, ownerId, id, { archived_at: at, updated_at: at })
 }

@@ -10,34 +10,27 @@ export interface NewLedgerAccount {
   at: Date
 }
 
+function accountValues(account: NewLedgerAccount) {
+  return {
+    organization_id: account.organizationId,
+    id: account.id,
+    asset: account.asset,
+    system_code: account.systemCode,
+    may_go_negative: account.mayGoNegative,
+    created_at: account.at,
+    updated_at: account.at,
+  }
+}
+
 export async function insertAccount(db: Executor, account: NewLedgerAccount): Promise<void> {
-  await db
-    .insertInto('ledger_accounts')
-    .values({
-      organization_id: account.organizationId,
-      id: account.id,
-      asset: account.asset,
-      system_code: account.systemCode,
-      may_go_negative: account.mayGoNegative,
-      created_at: account.at,
-      updated_at: account.at,
-    })
-    .execute()
+  await db.insertInto('ledger_accounts').values(accountValues(account)).execute()
 }
 
 /** Creates the system account unless another transaction did first; returns its id either way. */
 export async function ensureSystemAccount(db: Executor, account: NewLedgerAccount & { systemCode: string }): Promise<string> {
   const inserted = await db
     .insertInto('ledger_accounts')
-    .values({
-      organization_id: account.organizationId,
-      id: account.id,
-      asset: account.asset,
-      system_code: account.systemCode,
-      may_go_negative: account.mayGoNegative,
-      created_at: account.at,
-      updated_at: account.at,
-    })
+    .values(accountValues(account))
     .onConflict((conflict) => conflict.columns(['organization_id', 'system_code', 'asset']).where('system_code', 'is not', null).doNothing())
     .returning('id')
     .executeTakeFirst()

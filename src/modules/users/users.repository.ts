@@ -4,14 +4,12 @@ export async function insertUser(db: Executor, row: NewUserRow): Promise<void> {
   await db.insertInto('users').values(row).execute()
 }
 
+function activeUser(db: Executor, organizationId: string, id: string) {
+  return db.selectFrom('users').selectAll().where('organization_id', '=', organizationId).where('id', '=', id).where('deleted_at', 'is', null)
+}
+
 export async function findActiveUser(db: Executor, organizationId: string, id: string): Promise<UserRow | undefined> {
-  return db
-    .selectFrom('users')
-    .selectAll()
-    .where('organization_id', '=', organizationId)
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst()
+  return activeUser(db, organizationId, id).executeTakeFirst()
 }
 
 /** Marks the user deleted (announce the change in the same transaction); returns false when it was not an active user of the organization. */
@@ -36,12 +34,5 @@ export async function updateDeclared(
 }
 
 export function lockActiveUser(db: Executor, organizationId: string, id: string): Promise<UserRow | undefined> {
-  return db
-    .selectFrom('users')
-    .selectAll()
-    .where('organization_id', '=', organizationId)
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .forUpdate()
-    .executeTakeFirst()
+  return activeUser(db, organizationId, id).forUpdate().executeTakeFirst()
 }
