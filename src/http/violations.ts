@@ -19,17 +19,9 @@ export function closestBranchErrors(errors: readonly SchemaError[]): SchemaError
   if (!union) return [...errors]
   const unionPath = union.schemaPath.slice(0, -union.keyword.length - 1)
   const prefix = `${unionPath}/${union.keyword}/`
-  const outside: SchemaError[] = []
-  const branches = new Map<string, SchemaError[]>()
-  for (const error of errors) {
-    if (error === union) continue
-    if (error.schemaPath.startsWith(prefix)) {
-      const branch = error.schemaPath.slice(prefix.length).split('/')[0]!
-      branches.set(branch, [...(branches.get(branch) ?? []), error])
-    } else {
-      outside.push(error)
-    }
-  }
+  const others = errors.filter((error) => error !== union)
+  const outside = others.filter((error) => !error.schemaPath.startsWith(prefix))
+  const branches = Map.groupBy(others.filter((error) => error.schemaPath.startsWith(prefix)), (error) => error.schemaPath.slice(prefix.length).split('/')[0]!)
   if (branches.size === 0) return [...outside, union]
   const closest = [...branches.values()].reduce((best, next) => (next.length < best.length ? next : best))
   return closestBranchErrors([...outside, ...closest])

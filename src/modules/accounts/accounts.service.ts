@@ -155,9 +155,7 @@ export class AccountsService {
    * the balance they left.
    */
   private async announceBalances(tx: Tx, changed: readonly AccountBalance[]): Promise<void> {
-    const byOrganization = new Map<string, AccountBalance[]>()
-    for (const balance of changed) byOrganization.set(balance.organizationId, [...(byOrganization.get(balance.organizationId) ?? []), balance])
-    for (const [organizationId, balances] of byOrganization) {
+    for (const [organizationId, balances] of Map.groupBy(changed, (balance) => balance.organizationId)) {
       const rows = new Map((await repository.findByIds(tx, organizationId, balances.map((b) => b.id))).map((row) => [row.id, row]))
       await recordEvents(
         tx,
