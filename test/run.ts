@@ -12,6 +12,13 @@ const root = path.resolve(import.meta.dirname, '..')
 const chromium = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 const ci = process.env.CI === 'true'
 
+// The whole run is bounded (see below the spawn).
+const suiteLimitMs = Number(process.env.TEST_SUITE_TIMEOUT_MS ?? 30 * 60_000)
+if (!Number.isInteger(suiteLimitMs) || suiteLimitMs < 1) {
+  process.stderr.write(`TEST_SUITE_TIMEOUT_MS must be a positive number of milliseconds (got "${process.env.TEST_SUITE_TIMEOUT_MS}")\n`)
+  process.exit(2)
+}
+
 const problems: string[] = []
 if (ci && !process.env.TEST_DATABASE_URL) problems.push('TEST_DATABASE_URL is not set: the PostgreSQL suite would be skipped')
 if (ci && !fs.existsSync(chromium)) problems.push(`Chromium was not found at ${chromium}: the browser suite would be skipped`)
@@ -44,11 +51,6 @@ process.stdout.write(`Engines: ${engines}. Browser tests: ${browser ? 'on' : `of
 // after its tests (a leak to fix) would keep the run alive, so the whole run is bounded too. Not with
 // --test-force-exit: under --test-concurrency it silently drops test results (nodejs/node#64833), and a dropped
 // failure would pass.
-const suiteLimitMs = Number(process.env.TEST_SUITE_TIMEOUT_MS ?? 30 * 60_000)
-if (!Number.isInteger(suiteLimitMs) || suiteLimitMs < 1) {
-  process.stderr.write(`TEST_SUITE_TIMEOUT_MS must be a positive number of milliseconds (got "${process.env.TEST_SUITE_TIMEOUT_MS}")\n`)
-  process.exit(2)
-}
 const child = spawn(process.execPath, ['--test', '--test-reporter=spec', '--test-concurrency=2', '--test-timeout=600000', ...files], {
   cwd: root,
   stdio: 'inherit',

@@ -91,15 +91,6 @@ export class DepositsService {
     const source: TransactionNode = input.source ?? (networkType === 'crypto' ? { type: 'crypto-address', network: input.network } : { type: 'bank-address', network: input.network })
 
     const work = async (tx: Executor) => {
-      const account = await tx
-        .selectFrom('accounts')
-        .select(['id', 'asset', 'owner_id'])
-        .where('organization_id', '=', input.organizationId)
-        .where('owner_id', '=', input.userId)
-        .where('id', '=', accountId)
-        .executeTakeFirst()
-      if (!account) throw notFound('account')
-      if (account.asset !== input.asset) throw conflict('asset_not_supported', 'The account holds another asset', { accountId, asset: input.asset })
       const at = new Date()
       const row = {
         organization_id: input.organizationId,
@@ -107,7 +98,6 @@ export class DepositsService {
         owner_id: input.userId,
         type: 'deposit',
         status: 'processing' as const,
-        reason: null,
         asset: input.asset,
         amount,
         account_id: accountId,
@@ -117,10 +107,19 @@ export class DepositsService {
         reference: input.reference,
         created_at: at,
         updated_at: at,
-        completed_at: null,
       }
-      const inserted = await repository.insertOnce(tx, row)
+      const inserted = await repository.insertForAccount(tx, row)
       if (!inserted) {
+        // Not inserted: the account is not the user's or holds another asset, or the reference was recorded before.
+        const account = await tx
+          .selectFrom('accounts')
+          .select('asset')
+          .where('organization_id', '=', input.organizationId)
+          .where('owner_id', '=', input.userId)
+          .where('id', '=', accountId)
+          .executeTakeFirst()
+        if (!account) throw notFound('account')
+        if (account.asset !== input.asset) throw conflict('asset_not_supported', 'The account holds another asset', { accountId, asset: input.asset })
         const existing = await repository.findByReference(tx, input.organizationId, input.reference)
         const same = existing && existing.type === 'deposit' && existing.account_id === accountId && existing.asset === input.asset &&
           existing.network === input.network && new BigNumber(existing.amount).isEqualTo(amount)
@@ -141,12 +140,7 @@ export class DepositsService {
    */
   async settleAll(jobs: readonly JobRow[]): Promise<Map<string, unknown>> {
     const failures = new Map<string, unknown>()
-    const byOrganization = new Map<string, JobRow[]>()
-    for (const job of jobs) {
-      const { organizationId } = payloadOf(job)
-      byOrganization.set(organizationId, [...(byOrganization.get(organizationId) ?? []), job])
-    }
-    for (const [organizationId, group] of byOrganization) {
+    for (const [organizationId, group] of Map.groupBy(jobs, (job) => payloadOf(job).organizationId)) {
       if (group.length > 1) {
         try {
           await this.settleTogether(organizationId, group.map((job) => payloadOf(job).transactionId))

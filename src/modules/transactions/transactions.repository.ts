@@ -1,11 +1,28 @@
-import type { Executor, TransactionRow, TransactionsTable } from '../../db/schema.ts'
+import type { Executor, TransactionRow } from '../../db/schema.ts'
 import { fetchPage } from '../../db/paging.ts'
 import type { PageWindow } from '../../http/pagination.ts'
-import type { Insertable } from 'kysely'
+import { sql } from 'kysely'
 
-/** Inserts the transaction unless its reference was already recorded; the row as stored, or undefined when it was not inserted. */
-export function insertOnce(db: Executor, row: Insertable<TransactionsTable>): Promise<TransactionRow | undefined> {
-  return db.insertInto('transactions').values(row).onConflict((oc) => oc.columns(['organization_id', 'reference']).doNothing()).returningAll().executeTakeFirst()
+/**
+ * Inserts the transaction if its account is an account of its owner holding its asset, and its reference was not
+ * recorded yet: the check and the write are one statement. The row as stored; undefined when nothing was inserted
+ * (the caller tells the two reasons apart, off the usual path).
+ */
+export async function insertForAccount(
+  db: Executor,
+  row: Omit<TransactionRow, 'reason' | 'completed_at' | 'origin' | 'destination'> & { origin: string; destination: string },
+): Promise<TransactionRow | undefined> {
+  const result = await sql<TransactionRow>`
+    insert into transactions (organization_id, id, owner_id, type, status, reason, asset, amount, account_id, network, origin, destination,
+      reference, created_at, updated_at, completed_at)
+    select a.organization_id, ${row.id}::uuid, a.owner_id, ${row.type}, ${row.status}, null, a.asset, ${row.amount}::numeric, a.id,
+      ${row.network}, ${row.origin}::jsonb, ${row.destination}::jsonb, ${row.reference}, ${row.created_at}::timestamptz,
+      ${row.updated_at}::timestamptz, null
+    from accounts a
+    where a.organization_id = ${row.organization_id} and a.owner_id = ${row.owner_id} and a.id = ${row.account_id} and a.asset = ${row.asset}
+    on conflict (organization_id, reference) do nothing
+    returning *`.execute(db)
+  return result.rows[0]
 }
 
 export function findByReference(db: Executor, organizationId: string, reference: string): Promise<TransactionRow | undefined> {
