@@ -86,8 +86,8 @@ export async function runMain(main: () => Promise<number>): Promise<never> {
 let currentLoad: Instance | null = null
 onInterrupt(() => currentLoad?.stop())
 
-/** One autocannon run, stopped if cleanup begins meanwhile. */
-export function load(options: Options): Promise<Result> {
+/** One autocannon run, stopped if cleanup begins meanwhile; `onResponse` hears each response as it arrives. */
+export function load(options: Options, onResponse?: (statusCode: number) => void): Promise<Result> {
   return new Promise((resolve, reject) => {
     if (isCleaning()) throw new Interrupted()
     currentLoad = autocannon(options, (error, result) => {
@@ -95,6 +95,7 @@ export function load(options: Options): Promise<Result> {
       if (error) reject(error)
       else resolve(result)
     })
+    if (onResponse) currentLoad.on('response', (_client: unknown, statusCode: number) => onResponse(statusCode))
   })
 }
 
