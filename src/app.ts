@@ -65,6 +65,12 @@ import { UsersService } from './modules/users/users.service.ts'
 import { JobHandlers } from './jobs/queue.ts'
 import { Worker } from './jobs/worker.ts'
 import { DepositsService } from './modules/transactions/deposits.service.ts'
+import { defineDepositFlow } from './flows/deposit.flow.ts'
+import { FlowRunner } from './flows/runner.ts'
+import { defineTradeFlow } from './flows/trade.flow.ts'
+import { quotesRoutes } from './modules/quotes/quotes.routes.ts'
+import { TransactionRulesFile } from './modules/quotes/quotes.schemas.ts'
+import { MIN_QUOTE_TTL_MS, QuotesService } from './modules/quotes/quotes.service.ts'
 import { transactionsRoutes } from './modules/transactions/transactions.routes.ts'
 import { TransactionsService } from './modules/transactions/transactions.service.ts'
 import { SandboxKycProvider } from './providers/kyc/sandbox.ts'
@@ -104,6 +110,8 @@ export interface Services {
   worker: Worker
   deposits: DepositsService
   transactions: TransactionsService
+  quotes: QuotesService
+  flows: FlowRunner
   depositMethods: DepositMethodsService
 }
 
@@ -231,8 +239,45 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   const accounts = new AccountsService({ db: database.db, ledger, assets: { mayHold } })
   metadata.registerEntity('accounts', (principal, entityId) => accounts.metadataOwner(principal, entityId))
   const jobs = new JobHandlers()
-  const deposits = new DepositsService({ db: database.db, ledger, assets: { decimalsOf: (code) => assetCatalogue.find(code)?.decimals }, networks, jobs, settlementBatch: config.workerBatchSize })
-  const transactions = new TransactionsService({ db: database.db, accounts: { ownedAccount: (principal, id) => accounts.metadataOwner(principal, id) } })
+  const decimalsOf = (code: string) => assetCatalogue.find(code)?.decimals
+  const quotes = new QuotesService({
+    db: database.db,
+    accounts: { get: (principal, id) => accounts.get(principal, id) },
+    assets: { decimalsOf, forUser: (principal, codes) => assets.getMany(principal, codes) },
+    capabilities,
+    prices: { usdQuote: (code) => rates.usdQuote(code) },
+    settings: {
+      defaultTtlMs: config.quoteTtlMs,
+      maxTtlMs: config.quoteMaxTtlMs,
+      minTtlMs: MIN_QUOTE_TTL_MS,
+      spread: config.quoteSpread,
+      rules: loadReferenceData<TransactionRulesFile>('transaction-rules.json', TransactionRulesFile, config.referenceDataDir),
+    },
+  })
+  // The worker is created below; flows started in this process wake it rather than wait for its next poll.
+  const pokeWorker = () => worker.poke()
+  const transactions = new TransactionsService({
+    db: database.db,
+    accounts: { ownedAccount: (principal, id) => accounts.metadataOwner(principal, id) },
+    quotes,
+    afterCreate: pokeWorker,
+  })
+  const flows = new FlowRunner({ db: database.db, jobs })
+  const tradeFlow = defineTradeFlow({
+    runner: flows,
+    ledger,
+    transactions,
+    velocity: { maxMovements: config.velocityMaxMovements, windowSeconds: config.velocityWindowSeconds },
+    batchSize: config.workerBatchSize,
+  })
+  transactions.executeWith('trade', tradeFlow)
+  transactions.executeWith('transfer', tradeFlow)
+  const deposits = new DepositsService({
+    db: database.db,
+    assets: { decimalsOf },
+    networks,
+    flow: defineDepositFlow({ runner: flows, ledger, transactions, batchSize: config.workerBatchSize }),
+  })
   metadata.registerEntity('transactions', (principal, entityId) => transactions.metadataOwner(principal, entityId))
   const worker = new Worker({
     db: database.db,
@@ -315,7 +360,8 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await app.register(termsOfServiceRoutes(termsOfService))
   await app.register(capabilitiesRoutes(capabilities))
   await app.register(accountsRoutes(accounts, config.publicUrl))
-  await app.register(transactionsRoutes(transactions, config.publicUrl))
+  await app.register(quotesRoutes(quotes))
+  await app.register(transactionsRoutes(transactions, config.publicUrl, database.db))
   await app.register(depositMethodsRoutes(depositMethods))
   if (depositTestHelpers) await app.register(depositTestHelpersRoutes(depositTestHelpers))
 
@@ -330,5 +376,5 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   })
 
   await app.ready()
-  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates, kycConnector, files, termsOfService, kyc, capabilities, ledger, accounts, jobs, worker, deposits, transactions, depositMethods } }
+  return { app, services: { clients, auth, users, metadata, networks, countries, assets, rates, kycConnector, files, termsOfService, kyc, capabilities, ledger, accounts, jobs, worker, deposits, transactions, quotes, flows, depositMethods } }
 }

@@ -48,6 +48,14 @@ export interface Config {
   workerBatchSize: number
   /** How long a claimed job stays with its worker without a renewal; a dead worker's jobs are taken over after it. */
   workerLeaseMs: number
+  /** How long a quote may be executed when the request names no `ttl`, and the longest `ttl` allowed. */
+  quoteTtlMs: number
+  quoteMaxTtlMs: number
+  /** Taken off the market mid of every trade's rate: Tessera's margin as the counterparty (0.005 is 0.5 %). */
+  quoteSpread: string
+  /** Movements (trades, transfers) one user may start per window; 0 turns the check off. */
+  velocityMaxMovements: number
+  velocityWindowSeconds: number
 }
 
 export class ConfigError extends Error {
@@ -154,6 +162,11 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     problems.push(`KYC_CONNECTOR_PROVIDERS names a provider more than once (got "${rawProviders}")`)
   }
 
+  const quoteSpread = read('QUOTE_SPREAD') ?? '0.005'
+  if (!/^0(\.[0-9]{1,8})?$/.test(quoteSpread) || Number(quoteSpread) >= 0.5) {
+    problems.push(`QUOTE_SPREAD must be a decimal fraction from 0 to below 0.5, e.g. 0.005 for 0.5 % (got "${quoteSpread}")`)
+  }
+
   const rawTrustProxy = read('TRUST_PROXY')
   const trustProxy = rawTrustProxy === undefined || rawTrustProxy === 'false'
     ? false
@@ -188,7 +201,13 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     workerConcurrency: integer('WORKER_CONCURRENCY', 4, 1, 256),
     workerBatchSize: integer('WORKER_BATCH_SIZE', 100, 1, 1000),
     workerLeaseMs: integer('WORKER_LEASE_MS', 60_000, 1_000, 3_600_000),
+    quoteTtlMs: integer('QUOTE_TTL_MS', 30_000, 1_000, 86_400_000),
+    quoteMaxTtlMs: integer('QUOTE_MAX_TTL_MS', 600_000, 1_000, 86_400_000),
+    quoteSpread,
+    velocityMaxMovements: integer('VELOCITY_MAX_MOVEMENTS', 60, 0, 1_000_000),
+    velocityWindowSeconds: integer('VELOCITY_WINDOW_SECONDS', 60, 1, 86_400),
   }
+  if (config.quoteTtlMs > config.quoteMaxTtlMs) problems.push(`QUOTE_TTL_MS (${config.quoteTtlMs}) must not exceed QUOTE_MAX_TTL_MS (${config.quoteMaxTtlMs})`)
 
   if (problems.length > 0) throw new ConfigError(problems)
   return config

@@ -439,6 +439,51 @@ ROUTES.push(
   }),
 )
 
+// Quotes and commits: a transfer between two accounts of the acting user (a trade would need their KYC), funded first.
+let preparedQuoteBody: Record<string, unknown> = {}
+let preparedQuoteId = ''
+async function prepareTransfer(ctx: TestContext, token: string, userId: string): Promise<void> {
+  await prepareAccount(ctx, token, userId)
+  const origin = preparedAccountId
+  await prepareAccount(ctx, token, userId)
+  const input = { organizationId: ctx.client.organizationId, userId, accountId: origin, asset: 'BTC', amount: '0.01', network: 'bitcoin', reference: `authorization-funds-${origin}` }
+  await ctx.services.deposits.record(ctx.database.db, input)
+  await ctx.services.worker.drain()
+  preparedQuoteBody = { origin: { type: 'account', id: origin }, destination: { type: 'account', id: preparedAccountId }, denomination: { asset: 'BTC', amount: '0.001' } }
+}
+async function prepareQuote(ctx: TestContext, token: string, userId: string): Promise<void> {
+  await prepareTransfer(ctx, token, userId)
+  const response = await ctx.request({ method: 'POST', url: '/core/transactions/quote', headers: bearer(token, userId), payload: preparedQuoteBody })
+  assert.equal(response.status, 201, response.body)
+  preparedQuoteId = response.json<{ quote: { id: string } }>().quote.id
+}
+for (const [operationId, url] of [['core.create-quote', '/core/transactions/quote'], ['create-quote', '/transactions/quote']] as const) {
+  ROUTES.push(
+    accountRoute({
+      operationId,
+      method: 'POST',
+      url,
+      scope: 'core.transactions:create',
+      success: 201,
+      prepare: prepareTransfer,
+      body: () => preparedQuoteBody,
+      invalidBody: { body: { ...preparedQuoteBody, ttl: 'soon' }, property: 'ttl', rule: 'type' },
+    }),
+  )
+}
+ROUTES.push(
+  accountRoute({
+    operationId: 'core.create-transaction',
+    method: 'POST',
+    url: '/core/transactions',
+    scope: 'core.transactions:create',
+    success: 201,
+    prepare: prepareQuote,
+    body: () => ({ quoteId: preparedQuoteId }),
+    invalidBody: { body: { quoteId: 42 }, property: 'quoteId', rule: 'type' },
+  }),
+)
+
 async function putMetadata(ctx: TestContext, token: string, userId: string): Promise<void> {
   const response = await ctx.request({ method: 'PUT', url: '/core/users/me/metadata', headers: bearer(token, userId), payload: { externalId: 'crm-1' } })
   assert.ok(response.status === 201 || response.status === 200, response.body)

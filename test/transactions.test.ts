@@ -5,7 +5,9 @@ import { JobHandlers } from '../src/jobs/queue.ts'
 import { Worker } from '../src/jobs/worker.ts'
 import { eventsAbout } from '../src/modules/events/outbox.ts'
 import { LedgerService } from '../src/modules/ledger/ledger.service.ts'
-import { DepositsService } from '../src/modules/transactions/deposits.service.ts'
+import { defineDepositFlow } from '../src/flows/deposit.flow.ts'
+import { FlowRunner } from '../src/flows/runner.ts'
+import { TransactionsService } from '../src/modules/transactions/transactions.service.ts'
 import { bearer, ENGINES, TEST_DATABASE_URL, useApp, type TestResponse } from './helpers.ts'
 
 const UNKNOWN_ID = '0190a8c1-0000-7000-8000-000000000000'
@@ -91,10 +93,11 @@ for (const engine of ENGINES) {
     test('settling again (a retried or duplicated job) changes nothing', async () => {
       const { userId, accountId } = await openAccount()
       const { transactionId } = await record({ userId, accountId, amount: '1' })
-      const [job] = await suite.ctx.database.db.selectFrom('jobs').selectAll().where('payload', '@>', JSON.stringify({ transactionId }) as never).execute()
+      const [job] = await suite.ctx.database.db.selectFrom('jobs').selectAll().where('payload', '@>', JSON.stringify({ flowId: transactionId }) as never).execute()
       assert.ok(job)
-      await Promise.all([suite.ctx.services.deposits.settle(job), suite.ctx.services.deposits.settle(job)])
-      await suite.ctx.services.deposits.settle(job)
+      const run = () => suite.ctx.services.jobs.run([job], new AbortController().signal)
+      await Promise.all([run(), run()])
+      await run()
       await suite.ctx.services.worker.drain()
       assert.equal(await postingsOf(transactionId), 1)
       assert.equal(await balance(userId, accountId), '1')
@@ -109,7 +112,7 @@ for (const engine of ENGINES) {
       assert.deepEqual(await record({ userId, accountId, reference, amount: '0.250' }), first)
       await assert.rejects(record({ userId, accountId, reference, amount: '0.3' }), { code: 'transaction_reference_reused' })
       assert.equal((await suite.ctx.database.db.selectFrom('transactions').select('id').where('reference', '=', reference).execute()).length, 1)
-      assert.equal((await suite.ctx.database.db.selectFrom('jobs').select('id').where('payload', '@>', JSON.stringify({ transactionId: first.transactionId }) as never).execute()).length, 1)
+      assert.equal((await suite.ctx.database.db.selectFrom('jobs').select('id').where('payload', '@>', JSON.stringify({ flowId: first.transactionId }) as never).execute()).length, 1)
     })
 
     test('bad deposits are refused and record nothing', async () => {
@@ -143,7 +146,7 @@ for (const engine of ENGINES) {
         /changed its mind/,
       )
       assertError(await get(userId, id), 404, 'entity_not_found')
-      assert.equal((await suite.ctx.database.db.selectFrom('jobs').select('id').where('payload', '@>', JSON.stringify({ transactionId: id }) as never).execute()).length, 0)
+      assert.equal((await suite.ctx.database.db.selectFrom('jobs').select('id').where('payload', '@>', JSON.stringify({ flowId: id }) as never).execute()).length, 0)
     })
 
     test('a deposit to an account archived before it settles fails with a reason and moves no money', async () => {
@@ -156,7 +159,7 @@ for (const engine of ENGINES) {
       assert.equal(failed.status, 'failed')
       assert.deepEqual(failed.statusDetails, { reason: 'unspecified-error' })
       assert.equal(await postingsOf(transactionId), 0)
-      const job = await suite.ctx.database.db.selectFrom('jobs').selectAll().where('payload', '@>', JSON.stringify({ transactionId }) as never).executeTakeFirstOrThrow()
+      const job = await suite.ctx.database.db.selectFrom('jobs').selectAll().where('payload', '@>', JSON.stringify({ flowId: transactionId }) as never).executeTakeFirstOrThrow()
       assert.equal(job.status, 'completed')
       assert.deepEqual(await suite.ctx.services.ledger.check(), [])
     })
@@ -191,7 +194,7 @@ for (const engine of ENGINES) {
       const statuses = await Promise.all(more.map(async (id, n) => (await get(n === 1 ? doomed.userId : c.userId, id)).json<{ transaction: Transaction }>().transaction.status))
       assert.deepEqual(statuses, ['completed', 'failed', 'completed'])
       assert.equal(await balance(c.userId, c.accountId), '4')
-      const jobs = await suite.ctx.database.db.selectFrom('jobs').select('status').where('type', '=', 'deposit.settle').where('status', '!=', 'completed').execute()
+      const jobs = await suite.ctx.database.db.selectFrom('jobs').select('status').where('type', '=', 'flow:deposit').where('status', '!=', 'completed').execute()
       assert.deepEqual(jobs, [])
       assert.deepEqual(await suite.ctx.services.ledger.check(), [])
     })
@@ -292,13 +295,12 @@ if (TEST_DATABASE_URL) {
       // A second process's worker: its own pool, ledger and deposit handler on the same schema.
       const second = await openDatabase({ ...suite.ctx.config, databaseUrl: TEST_DATABASE_URL!, databasePoolSize: 8, searchPath: suite.ctx.database.schema! })
       const handlers = new JobHandlers()
-      new DepositsService({
-        db: second.db,
+      defineDepositFlow({
+        runner: new FlowRunner({ db: second.db, jobs: handlers }),
         ledger: new LedgerService({ db: second.db, assets: { decimalsOf: (code) => (code === 'BTC' ? 8 : undefined) } }),
-        assets: { decimalsOf: (code) => (code === 'BTC' ? 8 : undefined) },
-        networks: suite.ctx.services.networks,
-        jobs: handlers,
-        settlementBatch: 7,
+        // A worker's transactions service: it never reads accounts or executes quotes.
+        transactions: new TransactionsService({ db: second.db, accounts: { ownedAccount: async () => null }, quotes: { use: async () => assert.fail('no quotes here') } }),
+        batchSize: 7,
       })
       const workers = [
         new Worker({ db: suite.ctx.database.db, handlers: suite.ctx.services.jobs, pollIntervalMs: 5, concurrency: 3, leaseMs: 30_000 }),
@@ -321,7 +323,7 @@ if (TEST_DATABASE_URL) {
       assert.ok(settled.every((row) => row.status === 'completed'))
       const postings = await suite.ctx.database.db.selectFrom('ledger_transactions').select('reference').where('organization_id', '=', org).where('reference', 'in', ids).execute()
       assert.equal(postings.length, ids.length)
-      const jobs = await suite.ctx.database.db.selectFrom('jobs').select(['status', 'attempts', 'locked_by']).where('type', '=', 'deposit.settle').where('organization_id', '=', org).execute()
+      const jobs = await suite.ctx.database.db.selectFrom('jobs').select(['status', 'attempts', 'locked_by']).where('type', '=', 'flow:deposit').where('organization_id', '=', org).execute()
       assert.ok(jobs.every((job) => job.status === 'completed' && job.attempts === 1), 'every settlement ran once: no deadlock, no lost lease')
       for (const accountId of accounts) {
         const response = await suite.ctx.request({ method: 'GET', url: `/core/accounts/${accountId}`, headers: bearer(suite.token, userId) })

@@ -166,11 +166,12 @@ if (TEST_DATABASE_URL) {
       }
       const first = await serve(env, 'all')
       servers.push(first)
-      await recordMany(300)
-      // Kill it while it is settling: some deposits settled, some not.
+      // Deposits keep arriving (straight into the database) while the server settles them; kill it mid-stream.
+      const recording = recordMany(300)
       await waitUntil(async () => ((await statuses()).get('completed') ?? 0) > 10, 10_000, 'some settlements')
       first.child.kill('SIGKILL')
       await first.exited
+      await recording
       const atKill = await statuses()
       assert.ok((atKill.get('processing') ?? 0) > 0, `the kill landed while deposits were still settling: ${JSON.stringify([...atKill])}`)
       await recordMany(100)
@@ -183,7 +184,7 @@ if (TEST_DATABASE_URL) {
       await client.connect()
       try {
         const transactions = await client.query<{ id: string; status: string; account_id: string; amount: string }>(
-          "select id, status, account_id, amount from transactions where reference like 'crash-%'",
+          "select id, status, destination_account_id as account_id, destination_amount as amount from transactions where reference like 'crash-%'",
         )
         const mine = transactions.rows.filter((row) => amounts.has(row.id))
         assert.equal(mine.length, 400)

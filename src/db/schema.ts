@@ -241,24 +241,100 @@ export interface JobsTable {
   finished_at: Date | null
 }
 
+/** A fee of a quote or transaction, as the API shows it. */
+export interface StoredFee {
+  type: 'deposit' | 'exchange' | 'network' | 'withdrawal'
+  code: string
+  asset: string
+  amount: string
+  percentage?: string
+}
+
+export interface StoredDenomination {
+  asset: string
+  amount: string
+  rate: string
+  target: 'origin' | 'destination'
+}
+
 export interface TransactionsTable {
   organization_id: string
   id: string
   owner_id: string
+  /** `deposit`, `trade` (two assets), `transfer` (one asset, two accounts). */
   type: string
   status: 'processing' | 'on-hold' | 'completed' | 'failed'
   reason: string | null
-  asset: string
-  /** numeric: read back as a decimal string. */
-  amount: string
-  account_id: string
-  network: string
   origin: Json<Record<string, unknown>>
+  origin_asset: string
+  /** numeric: read back as a decimal string. */
+  origin_amount: string
+  origin_rate: string
   destination: Json<Record<string, unknown>>
-  reference: string
+  destination_asset: string
+  destination_amount: string
+  destination_rate: string
+  denomination: Json<StoredDenomination>
+  fees: Json<StoredFee[]>
+  /** The user's account debited, if any. */
+  origin_account_id: string | null
+  /** The user's account credited, if any. */
+  destination_account_id: string | null
+  /** The rail network money arrived on or leaves by; null for movements inside Tessera. */
+  network: string | null
+  /** The rail's own id of what arrived; null for movements that did not come from a rail. */
+  reference: string | null
+  quote_id: string | null
+  quoted_at: Timestamp
   created_at: Timestamp
   updated_at: Timestamp
   completed_at: Date | null
+}
+
+export interface QuotesTable {
+  organization_id: string
+  id: string
+  owner_id: string
+  kind: string
+  origin: Json<Record<string, unknown>>
+  destination: Json<Record<string, unknown>>
+  origin_account_id: string | null
+  destination_account_id: string | null
+  origin_asset: string
+  origin_amount: string
+  origin_rate: string
+  destination_asset: string
+  destination_amount: string
+  destination_rate: string
+  denomination: Json<StoredDenomination>
+  fees: Json<StoredFee[]>
+  requirements: Json<string[]>
+  created_at: Timestamp
+  expires_at: Timestamp
+  used_at: Date | null
+}
+
+export interface FlowsTable {
+  organization_id: string
+  id: string
+  type: string
+  status: 'running' | 'completed' | 'failed'
+  /** The index of the next step to run (the number of steps done). */
+  step: number
+  data: Json<Record<string, unknown>>
+  error: string | null
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface FlowStepsTable {
+  organization_id: string
+  flow_id: string
+  step: string
+  action: 'run' | 'compensate' | 'fail'
+  position: number
+  error: string | null
+  at: Timestamp
 }
 
 export interface DepositMethodsTable {
@@ -305,6 +381,9 @@ export interface Database {
   transactions: TransactionsTable
   deposit_methods: DepositMethodsTable
   deposit_destinations: DepositDestinationsTable
+  quotes: QuotesTable
+  flows: FlowsTable
+  flow_steps: FlowStepsTable
 }
 
 export type Db = Kysely<Database>
@@ -329,3 +408,5 @@ export type AccountRow = Selectable<AccountsTable>
 export type JobRow = Selectable<JobsTable>
 export type TransactionRow = Selectable<TransactionsTable>
 export type DepositMethodRow = Selectable<DepositMethodsTable>
+export type QuoteRow = Selectable<QuotesTable>
+export type FlowRow = Selectable<FlowsTable>

@@ -1,5 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { PG_DEADLOCK_DETECTED, PG_SERIALIZATION_FAILURE, PG_UNIQUE_VIOLATION, pgErrorCode } from '../db/errors.ts'
+import { DomainError } from '../lib/errors.ts'
+import { statusOf } from './error-catalogue.ts'
 import { ApiError, contentTooLarge, OAuthError, requestInvalid, type RequestContext } from './errors.ts'
 import { toViolations, type SchemaError } from './violations.ts'
 
@@ -8,6 +10,11 @@ const CONTEXTS: Record<string, RequestContext> = { body: 'body', querystring: 'q
 /** Maps whatever a request raised to the API's error: known failures keep their meaning, the rest is a 500. */
 export function toApiError(error: unknown, bodyLimitBytes: number): ApiError {
   if (error instanceof ApiError) return error
+  if (error instanceof DomainError) {
+    const status = statusOf(error.code)
+    if (status === 500) return new ApiError(500, 'internal_error', 'An unexpected error occurred; report the request id')
+    return new ApiError(status, error.code, error.message, error.details, error.retryable && status === 503 ? { 'retry-after': '1' } : undefined)
+  }
   const fastifyError = error as Partial<FastifyError> & { validation?: SchemaError[]; validationContext?: string }
   if (Array.isArray(fastifyError.validation)) {
     return requestInvalid(CONTEXTS[fastifyError.validationContext ?? 'body'] ?? 'body', toViolations(fastifyError.validation))

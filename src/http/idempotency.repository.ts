@@ -81,3 +81,29 @@ export async function purgeExpiredKeys(db: Executor, now: Date): Promise<number>
   return Number(result.numDeletedRows)
 }
 
+
+/** Stores a finished answer under a key nobody holds (a refusal after its rollback); a key already taken keeps its own. */
+export async function recordAnswer(
+  db: Executor,
+  scope: IdempotencyScope,
+  request: { operation: string; requestHash: string },
+  times: { now: Date; expiresAt: Date },
+  response: { status: number; headers: Record<string, string>; body: string },
+): Promise<void> {
+  await db
+    .insertInto('idempotency_keys')
+    .values({
+      ...scoped(scope),
+      operation: request.operation,
+      request_hash: request.requestHash,
+      status: 'completed',
+      response_status: response.status,
+      response_headers: JSON.stringify(response.headers),
+      response_body: response.body,
+      created_at: times.now,
+      locked_until: times.now,
+      expires_at: times.expiresAt,
+    })
+    .onConflict((oc) => oc.columns(['organization_id', 'client_id', 'key']).doNothing())
+    .execute()
+}

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import Type from 'typebox'
-import type { Db } from '../db/schema.ts'
+import type { Db, Tx } from '../db/schema.ts'
+import { toApiError } from './error-handler.ts'
 import { sha256Hex } from '../lib/secrets.ts'
 import { ApiError, requestInvalid } from './errors.ts'
 import * as repository from './idempotency.repository.ts'
@@ -36,8 +37,12 @@ export const REPLAYED_RESPONSE_HEADER = {
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** POSTs that create something accept `Idempotency-Key`. */
-    idempotent?: boolean
+    /**
+     * POSTs that create something accept `Idempotency-Key`. `true`: the key is claimed before the handler and its
+     * answer stored after. `'atomic'` (money): the handler records the key inside its own database transaction
+     * with `atomicIdempotency`, so that key and movement commit together.
+     */
+    idempotent?: boolean | 'atomic'
   }
   interface FastifyRequest {
     idempotency: IdempotencyScope | null
@@ -113,7 +118,7 @@ export function registerIdempotency(app: App, db: Db): void {
 
   // Route-level hooks: the routes that do not opt in (nearly all) pay nothing for the mechanism.
   app.addHook('onRoute', (route) => {
-    if (!route.config?.idempotent) return
+    if (route.config?.idempotent !== true) return
     route.preHandler = [...asArray(route.preHandler), claim]
     route.onSend = [...asArray(route.onSend), complete]
   })
@@ -126,4 +131,70 @@ export function registerIdempotency(app: App, db: Db): void {
 
 function asArray<T>(value: T | T[] | undefined): T[] {
   return value === undefined ? [] : Array.isArray(value) ? value : [value]
+}
+
+/** Thrown inside a guarded database transaction when the key already committed: the work rolls back and the first answer is replayed. */
+class KeyAlreadyCommitted extends Error {}
+
+const JSON_TYPE = 'application/json; charset=utf-8'
+
+/**
+ * Runs a money-moving creation under its `Idempotency-Key`, atomically: the key's record is written by `work`
+ * inside the database transaction of the movement (through the guard it is given), with the answer, so a
+ * crash at any point leaves either both or neither. A retry whose key committed gets the first answer
+ * (`Idempotent-Replayed: true`); one that arrives while the first still runs waits on the key's row and then
+ * gets it too; the same key with another request is 422 `idempotency_key_reused`. A refusal (4xx) is stored
+ * under the key after the rollback, so that a retry answers the same. Without a key, `work` gets null.
+ */
+export async function atomicIdempotency<T>(
+  db: Db,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  status: number,
+  work: (guard: { claim(tx: Tx): Promise<void>; complete(tx: Tx, status: number, body: unknown): Promise<void> } | null) => Promise<T>,
+): Promise<FastifyReply> {
+  const key = request.headers[IDEMPOTENCY_KEY_HEADER]
+  if (key === undefined || !request.principal) return reply.status(status).send(await work(null))
+  if (typeof key !== 'string' || !KEY_FORMAT.test(key)) {
+    throw requestInvalid('headers', [{ property: IDEMPOTENCY_KEY_HEADER, rule: 'pattern', ruleParams: { pattern: '1 to 255 printable ASCII characters' } }])
+  }
+  const scope = { organizationId: request.principal.organizationId, clientId: request.principal.clientId, key }
+  const fingerprint_ = fingerprint(request)
+  const replay = async () => {
+    const existing = await repository.findKey(db, scope)
+    if (!existing || existing.request_hash !== fingerprint_.requestHash) {
+      throw new ApiError(422, 'idempotency_key_reused', 'This Idempotency-Key was already used with a different request')
+    }
+    if (existing.status === 'running') {
+      throw new ApiError(409, 'idempotency_request_in_progress', 'A request with this Idempotency-Key is still being processed; retry later', undefined, { 'retry-after': '1' })
+    }
+    return reply
+      .headers({ ...(existing.response_headers ?? {}), [REPLAYED_HEADER]: 'true' })
+      .status(existing.response_status ?? 200)
+      .send(existing.response_body ?? '')
+  }
+  const times = () => {
+    const now = new Date()
+    return { now, lockedUntil: now, expiresAt: new Date(now.getTime() + KEY_LIFETIME_MS) }
+  }
+  // Most retries come after the first answer: replay without opening a transaction.
+  if (await repository.findKey(db, scope).then((row) => row !== undefined && row.expires_at > new Date())) return replay()
+  const guard = {
+    claim: async (tx: Tx) => {
+      if (!(await repository.claimKey(tx, scope, fingerprint_, times()))) throw new KeyAlreadyCommitted()
+    },
+    complete: (tx: Tx, answerStatus: number, body: unknown) =>
+      repository.completeKey(tx, scope, { status: answerStatus, headers: { 'content-type': JSON_TYPE }, body: JSON.stringify(body) }),
+  }
+  try {
+    const result = await work(guard)
+    return reply.status(status).send(result)
+  } catch (error) {
+    if (error instanceof KeyAlreadyCommitted) return replay()
+    const refusal = toApiError(error, 0)
+    if (refusal.status >= 400 && refusal.status < 500 && refusal.code !== 'idempotency_key_reused') {
+      await repository.recordAnswer(db, scope, fingerprint_, times(), { status: refusal.status, headers: { 'content-type': JSON_TYPE }, body: JSON.stringify(refusal.toBody()) })
+    }
+    throw error
+  }
 }

@@ -9,6 +9,7 @@ import * as m0007 from './0007_kyc.ts'
 import * as m0008 from './0008_ledger_and_accounts.ts'
 import * as m0009 from './0009_jobs_and_transactions.ts'
 import * as m0010 from './0010_deposit_methods.ts'
+import * as m0011 from './0011_quotes_flows_and_transaction_model.ts'
 
 /** Numbered, forward-only migrations; append new ones, never edit an applied one. */
 const migrations: Record<string, Migration> = {
@@ -22,6 +23,7 @@ const migrations: Record<string, Migration> = {
   '0008_ledger_and_accounts': m0008,
   '0009_jobs_and_transactions': m0009,
   '0010_deposit_methods': m0010,
+  '0011_quotes_flows_and_transaction_model': m0011,
 }
 
 export const migrationProvider: MigrationProvider = {

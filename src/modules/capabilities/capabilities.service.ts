@@ -1,5 +1,5 @@
-import { ApiError } from '../../http/errors.ts'
 import type { Principal } from '../../http/principal.ts'
+import { DomainError } from '../../lib/errors.ts'
 import {
   CAPABILITY_CODES,
   evaluateCapability,
@@ -56,10 +56,8 @@ export class CapabilitiesService {
   async require(principal: Principal, code: CapabilityCode): Promise<void> {
     const capability = await this.get(principal, code)
     if (!isUsable(capability)) {
-      throw new ApiError(409, 'user_capability_failure', `The user cannot use the ${code} capability`, {
-        capability: code,
-        requirements: capability.requirements,
-        restrictions: capability.restrictions,
+      throw new DomainError('user_capability_failure', 'The user has capability constraints', {
+        details: { capability: { code, requirements: capability.requirements, restrictions: capability.restrictions } },
       })
     }
   }

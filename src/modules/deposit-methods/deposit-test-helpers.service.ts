@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Db } from '../../db/schema.ts'
-import { ApiError } from '../../http/errors.ts'
 import type { Principal } from '../../http/principal.ts'
+import { DomainError } from '../../lib/errors.ts'
 import { uuidv7 } from '../../lib/ids.ts'
 import { amountInvalid, parseAmount } from '../ledger/ledger.rules.ts'
 import type { NetworksService } from '../reference/networks.service.ts'
@@ -26,19 +26,19 @@ const REMITTER_SEPA = { countryCode: 'NL', bankCode: 'TSRB', accountDigits: 10, 
 const REMITTER_SORT_CODE = '107999'
 const REMITTER_ROUTING_NUMBER = '110000000'
 
-function depositMethodNotFound(): ApiError {
-  return new ApiError(404, 'entity_not_found', 'The account deposit method cannot be found', { entity: 'depositMethod' })
+function depositMethodNotFound(): DomainError {
+  return new DomainError('entity_not_found', 'The account deposit method cannot be found', { details: { entity: 'depositMethod' } })
 }
 
-function railNotFound(): ApiError {
-  return new ApiError(404, 'entity_not_found', 'A rail for the specified type, asset and network cannot be found', { entity: 'rail' })
+function railNotFound(): DomainError {
+  return new DomainError('entity_not_found', 'A rail for the specified type, asset and network cannot be found', { details: { entity: 'rail' } })
 }
 
-function invalidNumber(property: string, message: string): ApiError {
-  return new ApiError(409, 'invalid_number', message, { context: 'body', property })
+function invalidNumber(property: string, message: string): DomainError {
+  return new DomainError('invalid_number', message, { details: { context: 'body', property } })
 }
 
-const remitterMatches = (): ApiError => new ApiError(409, 'remitter_and_recipient_cannot_match', 'The remitter and recipient cannot match')
+const remitterMatches = (): DomainError => new DomainError('remitter_and_recipient_cannot_match', 'The remitter and recipient cannot match')
 
 /**
  * Sandbox test helpers: an incoming deposit as a rail would report it. The destination is resolved to the
@@ -82,17 +82,17 @@ export class DepositTestHelpersService {
     const check = this.networks.validateAddress(body.network, body.address, body.reference)
     if (!check.isValid) {
       const property = check.error.code === 'address_invalid' ? 'address' : 'reference'
-      throw new ApiError(409, 'crypto_address_invalid', check.error.message, { context: 'body', property, ...check.error.details })
+      throw new DomainError('crypto_address_invalid', check.error.message, { details: { context: 'body', property, ...check.error.details } })
     }
     const senders = body.remitter?.addresses ?? []
     if (SINGLE_SENDER_FAMILIES.has(family) && senders.length > 1) {
-      throw new ApiError(409, 'crypto_address_invalid', 'The number of addresses must be less than or equal to 1', { context: 'body', property: 'remitter.addresses', threshold: { limit: 1 } })
+      throw new DomainError('crypto_address_invalid', 'The number of addresses must be less than or equal to 1', { details: { context: 'body', property: 'remitter.addresses', threshold: { limit: 1 } } })
     }
     const recipient = cryptoDestination(family, body.address, body.reference)
     for (const sender of senders) {
       // A sender takes no destination tag, so only the address is checked.
       if (!this.networks.validateAddress(body.network, sender).isValid) {
-        throw new ApiError(409, 'crypto_address_invalid', 'The crypto address is invalid', { context: 'body', property: 'remitter.addresses' })
+        throw new DomainError('crypto_address_invalid', 'The crypto address is invalid', { details: { context: 'body', property: 'remitter.addresses' } })
       }
       if (cryptoDestination(family, sender) === recipient || cryptoDestination(family, sender) === cryptoDestination(family, body.address)) throw remitterMatches()
     }
@@ -114,7 +114,7 @@ export class DepositTestHelpersService {
     const rail = railsOfNetwork.find((candidate) => candidate.asset === asset)
     if (!rail || asset === undefined) {
       if (railsOfNetwork.length === 0) throw railNotFound()
-      throw new ApiError(409, 'asset_not_supported', 'The asset is not supported', { context: 'body', property: 'asset' })
+      throw new DomainError('asset_not_supported', 'The asset is not supported', { details: { context: 'body', property: 'asset' } })
     }
     requireDeposits(rail)
     const amount = checkAmount(body.amount, rail.decimals)
@@ -179,7 +179,7 @@ export class DepositTestHelpersService {
     await this.db.transaction().execute(async (tx) => {
       const owner = await this.depositMethods.resolveDestination(tx, principal.organizationId, destination)
       if (!owner) throw depositMethodNotFound()
-      if (owner.asset !== deposit.asset) throw new ApiError(409, 'asset_not_supported', 'The asset is not supported', { context: 'body', property: 'asset' })
+      if (owner.asset !== deposit.asset) throw new DomainError('asset_not_supported', 'The asset is not supported', { details: { context: 'body', property: 'asset' } })
       await this.deposits.record(tx, {
         organizationId: principal.organizationId,
         userId: owner.ownerId,
@@ -204,7 +204,7 @@ export class DepositTestHelpersService {
 
 function requireDeposits(rail: Rail): void {
   if (!rail.features.includes('deposit')) {
-    throw new ApiError(409, 'rail_feature_not_available', 'The \'deposit\' feature is not available for the rail', { feature: 'deposit' })
+    throw new DomainError('rail_feature_not_available', 'The \'deposit\' feature is not available for the rail', { details: { feature: 'deposit' } })
   }
 }
 
@@ -214,10 +214,10 @@ function checkAmount(value: string, decimals: number): string {
   try {
     return parseAmount(value, decimals).toFixed()
   } catch (error) {
-    throw error instanceof ApiError ? withContext(error) : error
+    throw error instanceof DomainError ? withContext(error) : error
   }
 }
 
-function withContext(error: ApiError): ApiError {
-  return new ApiError(error.status, error.code, error.message, { context: 'body', ...error.details })
+function withContext(error: DomainError): DomainError {
+  return new DomainError(error.code, error.message, { details: { context: 'body', ...error.details }, retryable: error.retryable })
 }

@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import BigNumber from 'bignumber.js'
-import { ApiError } from '../../http/errors.ts'
+import { DomainError } from '../../lib/errors.ts'
 import { applyDelta, captureDelta, checkBalanced, lockOrder, parseAmount, postingDeltas, requestDigest } from './ledger.rules.ts'
 
 const n = (value: string) => new BigNumber(value)
 
-function assertApiError(fn: () => unknown, code: string, rule?: string) {
+function assertDomainError(fn: () => unknown, code: string, rule?: string) {
   assert.throws(fn, (error: unknown) => {
-    assert.ok(error instanceof ApiError, String(error))
+    assert.ok(error instanceof DomainError, String(error))
     assert.equal(error.code, code)
     if (rule !== undefined) assert.equal(error.details?.rule, rule)
     return true
@@ -19,13 +19,13 @@ test('amounts are exact decimals, never rounded, never beyond the asset decimals
   assert.equal(parseAmount('12.50', 2).toFixed(), '12.5')
   assert.equal(parseAmount('0.00000001', 8).toFixed(), '0.00000001')
   assert.equal(parseAmount('123456789012345678901234567890', 0).toFixed(), '123456789012345678901234567890')
-  assertApiError(() => parseAmount('0.001', 2), 'transaction_amount_invalid', 'decimal-places')
-  assertApiError(() => parseAmount('0.123456789', 8), 'transaction_amount_invalid', 'decimal-places')
+  assertDomainError(() => parseAmount('0.001', 2), 'transaction_amount_invalid', 'decimal-places')
+  assertDomainError(() => parseAmount('0.123456789', 8), 'transaction_amount_invalid', 'decimal-places')
   for (const bad of ['', '-1', '+1', '1e3', '1.', '.5', '01', ' 1', '1,5', 'NaN', 'Infinity', '0x10', '9'.repeat(39)]) {
-    assertApiError(() => parseAmount(bad, 8), 'transaction_amount_invalid', 'format')
+    assertDomainError(() => parseAmount(bad, 8), 'transaction_amount_invalid', 'format')
   }
-  assertApiError(() => parseAmount('0', 2), 'transaction_amount_invalid', 'positive')
-  assertApiError(() => parseAmount('0.00', 2), 'transaction_amount_invalid', 'positive')
+  assertDomainError(() => parseAmount('0', 2), 'transaction_amount_invalid', 'positive')
+  assertDomainError(() => parseAmount('0.00', 2), 'transaction_amount_invalid', 'positive')
 })
 
 test('a posting balances per asset or is refused', () => {
@@ -40,7 +40,7 @@ test('a posting balances per asset or is refused', () => {
     { accountId: 'c', asset: 'EUR', amount: n('-5') },
     { accountId: 'd', asset: 'EUR', amount: n('5') },
   ])
-  assertApiError(() => checkBalanced([{ accountId: 'a', asset: 'BTC', amount: n('-1') }, { accountId: 'b', asset: 'EUR', amount: n('1') }]), 'operation_not_allowed')
+  assertDomainError(() => checkBalanced([{ accountId: 'a', asset: 'BTC', amount: n('-1') }, { accountId: 'b', asset: 'EUR', amount: n('1') }]), 'operation_not_allowed')
   assert.throws(() => checkBalanced([{ accountId: 'a', asset: 'BTC', amount: n('-1') }, { accountId: 'b', asset: 'BTC', amount: n('0.99999999') }]), /does not balance in BTC/)
   assert.throws(() => checkBalanced([{ accountId: 'a', asset: 'BTC', amount: n('0') }, { accountId: 'b', asset: 'BTC', amount: n('0') }]), /zero/)
   assert.throws(() => checkBalanced([{ accountId: 'a', asset: 'BTC', amount: n('1') }]), /two legs/)
@@ -49,8 +49,8 @@ test('a posting balances per asset or is refused', () => {
 test('available may not drop below zero; credits always go through', () => {
   const account = { id: 'a', total: n('10'), available: n('4'), mayGoNegative: false }
   assert.deepEqual(applyDelta(account, { total: n('-4'), available: n('-4') }), { total: n('6'), available: n('0') })
-  assertApiError(() => applyDelta(account, { total: n('-4.01'), available: n('-4.01') }), 'insufficient_balance')
-  assertApiError(() => applyDelta(account, { total: n('0'), available: n('-5') }), 'insufficient_balance')
+  assertDomainError(() => applyDelta(account, { total: n('-4.01'), available: n('-4.01') }), 'insufficient_balance')
+  assertDomainError(() => applyDelta(account, { total: n('0'), available: n('-5') }), 'insufficient_balance')
   const short = { id: 'b', total: n('-1'), available: n('-1'), mayGoNegative: false }
   assert.deepEqual(applyDelta(short, { total: n('0.5'), available: n('0.5') }), { total: n('-0.5'), available: n('-0.5') })
   const clearing = { id: 'c', total: n('0'), available: n('0'), mayGoNegative: true }
@@ -61,7 +61,7 @@ test('available may not drop below zero; credits always go through', () => {
 test('a capture debits the total and frees what was held beyond it', () => {
   assert.deepEqual(captureDelta(n('10'), n('10')), { total: n('-10'), available: n('0') })
   assert.deepEqual(captureDelta(n('10'), n('7.5')), { total: n('-7.5'), available: n('2.5') })
-  assertApiError(() => captureDelta(n('10'), n('10.01')), 'transaction_amount_invalid', 'exceeds-hold')
+  assertDomainError(() => captureDelta(n('10'), n('10.01')), 'transaction_amount_invalid', 'exceeds-hold')
 })
 
 test('legs on the same account add up', () => {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import BigNumber from 'bignumber.js'
-import { ApiError, conflict } from '../../http/errors.ts'
+import { conflict, DomainError } from '../../lib/errors.ts'
 
 /** A decimal as written on the wire: digits, an optional fraction, no sign, no exponent. */
 const DECIMAL = /^(0|[1-9][0-9]*)(\.[0-9]+)?$/
@@ -8,11 +8,11 @@ const DECIMAL = /^(0|[1-9][0-9]*)(\.[0-9]+)?$/
 /** The most digits an amount may have; far beyond any real balance, it keeps numeric arithmetic cheap. */
 const MAX_DIGITS = 38
 
-export function amountInvalid(message: string, rule: string, ruleParams?: Record<string, unknown>): ApiError {
-  return new ApiError(409, 'transaction_amount_invalid', message, { property: 'amount', rule, ...(ruleParams ? { ruleParams } : {}) })
+export function amountInvalid(message: string, rule: string, ruleParams?: Record<string, unknown>): DomainError {
+  return new DomainError('transaction_amount_invalid', message, { details: { property: 'amount', rule, ...(ruleParams ? { ruleParams } : {}) } })
 }
 
-export function insufficientBalance(accountId: string): ApiError {
+export function insufficientBalance(accountId: string): DomainError {
   return conflict('insufficient_balance', 'The origin does not have enough balance to perform the transaction', { accountId })
 }
 
@@ -52,7 +52,7 @@ export function checkBalanced(legs: readonly Leg[]): void {
   }
   for (const [asset, sum] of sums) {
     if (!sum.isZero()) {
-      throw new ApiError(409, 'operation_not_allowed', `The movement does not balance in ${asset}: its legs sum to ${sum.toFixed()}`, { reasons: ['unbalanced-movement'] })
+      throw new DomainError('operation_not_allowed', `The movement does not balance in ${asset}: its legs sum to ${sum.toFixed()}`, { details: { reasons: ['unbalanced-movement'] } })
     }
   }
 }

@@ -1,6 +1,6 @@
 import BigNumber from 'bignumber.js'
 import type { Db, Executor, LedgerAccountRow, LedgerHoldRow, Tx } from '../../db/schema.ts'
-import { conflict, notFound } from '../../http/errors.ts'
+import { conflict, notFound } from '../../lib/errors.ts'
 import { isUuid, uuidv7 } from '../../lib/ids.ts'
 import * as repository from './ledger.repository.ts'
 import {
@@ -158,6 +158,7 @@ export class LedgerService {
   private readonly db: Db
   private readonly assets: LedgerAssets
   private readonly listeners: BalanceListener[] = []
+  private readonly systemAccounts = new Map<string, string>()
 
   constructor(deps: { db: Db; assets: LedgerAssets }) {
     this.db = deps.db
@@ -184,20 +185,40 @@ export class LedgerService {
     await repository.insertAccount(tx, { ...input, systemCode: null, mayGoNegative: false })
   }
 
-  /** The id of the organization's system account, created on first use. */
-  async systemAccount(organizationId: string, account: SystemAccount, executor: Executor = this.db): Promise<string> {
+  /**
+   * The id of the organization's system account, created on first use. Call it outside any database transaction
+   * (a flow step does in its `prepare`): the account is then created committed, on its own, and its id can be
+   * remembered — a system account's id never changes, so after the first lookup a movement pays no round trip.
+   */
+  async systemAccount(organizationId: string, account: SystemAccount): Promise<string> {
     this.decimalsOf(account.asset)
     const systemCode = systemCodeOf(account)
-    const existing = await repository.findSystemAccount(executor, organizationId, systemCode, account.asset)
-    if (existing) return existing.id
-    return repository.ensureSystemAccount(executor, {
-      organizationId,
-      id: uuidv7(),
-      asset: account.asset,
-      systemCode,
-      mayGoNegative: SYSTEM_ACCOUNT_KINDS[account.kind].mayGoNegative,
-      at: new Date(),
-    })
+    const key = `${organizationId}|${systemCode}|${account.asset}`
+    const known = this.systemAccounts.get(key)
+    if (known !== undefined) return known
+    const existing = await repository.findSystemAccount(this.db, organizationId, systemCode, account.asset)
+    const id = existing
+      ? existing.id
+      : await repository.ensureSystemAccount(this.db, {
+        organizationId,
+        id: uuidv7(),
+        asset: account.asset,
+        systemCode,
+        mayGoNegative: SYSTEM_ACCOUNT_KINDS[account.kind].mayGoNegative,
+        at: new Date(),
+      })
+    this.systemAccounts.set(key, id)
+    return id
+  }
+
+  /**
+   * The id of a system account already looked up by `systemAccount` in this process; for use inside a database
+   * transaction, where `systemAccount` must not be called. Throws when it was not looked up first.
+   */
+  knownSystemAccount(organizationId: string, account: SystemAccount): string {
+    const id = this.systemAccounts.get(`${organizationId}|${systemCodeOf(account)}|${account.asset}`)
+    if (id === undefined) throw new Error(`System account ${systemCodeOf(account)} ${account.asset} was not looked up before the transaction`)
+    return id
   }
 
   /** Balances of accounts of the organization, by id; unknown ids are left out. */
@@ -413,6 +434,14 @@ export class LedgerService {
   private async move(tx: Tx, organizationId: string, deltas: Map<string, BalanceDelta>, at: Date): Promise<void> {
     const rows = await this.lock(tx, organizationId, [...deltas.keys()])
     await this.apply(tx, organizationId, rows, [deltas], at)
+  }
+
+  /**
+   * Locks accounts in the caller's transaction, in the one order every movement locks in. For a caller that
+   * posts several movements in one transaction: locking all their accounts first keeps it in that order.
+   */
+  async lockAccounts(tx: Tx, organizationId: string, accountIds: readonly string[]): Promise<void> {
+    await this.lock(tx, organizationId, accountIds.map((id) => idOf('account', id)))
   }
 
   /** Locks the accounts in the one fixed order; every one must exist and be open. */

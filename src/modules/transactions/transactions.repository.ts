@@ -1,36 +1,76 @@
-import type { Executor, TransactionRow } from '../../db/schema.ts'
+import { sql } from 'kysely'
+import type { Executor, StoredDenomination, StoredFee, TransactionRow, Tx } from '../../db/schema.ts'
 import { fetchPage } from '../../db/paging.ts'
 import type { PageWindow } from '../../http/pagination.ts'
-import { sql } from 'kysely'
+
+export interface NewTransaction {
+  organization_id: string
+  id: string
+  owner_id: string
+  type: string
+  origin: Record<string, unknown>
+  origin_asset: string
+  origin_amount: string
+  origin_rate: string
+  destination: Record<string, unknown>
+  destination_asset: string
+  destination_amount: string
+  destination_rate: string
+  denomination: StoredDenomination
+  fees: StoredFee[]
+  origin_account_id: string | null
+  destination_account_id: string | null
+  network: string | null
+  reference: string | null
+  quote_id: string | null
+  quoted_at: Date
+  created_at: Date
+}
 
 /**
- * Inserts the transaction if its account is an account of its owner holding its asset, and its reference was not
- * recorded yet: the check and the write are one statement. The row as stored; undefined when nothing was inserted
- * (the caller tells the two reasons apart, off the usual path).
+ * Inserts a deposit if its account is an account of its owner holding its asset, and its reference was not
+ * recorded yet: the check and the write are one statement. The row as stored; undefined when nothing was
+ * inserted (the caller tells the two reasons apart, off the usual path).
  */
-export async function insertForAccount(
-  db: Executor,
-  row: Omit<TransactionRow, 'reason' | 'completed_at' | 'origin' | 'destination'> & { origin: string; destination: string },
-): Promise<TransactionRow | undefined> {
+export async function insertDeposit(db: Executor, row: NewTransaction & { destination_account_id: string; reference: string }): Promise<TransactionRow | undefined> {
   const result = await sql<TransactionRow>`
-    insert into transactions (organization_id, id, owner_id, type, status, reason, asset, amount, account_id, network, origin, destination,
-      reference, created_at, updated_at, completed_at)
-    select a.organization_id, ${row.id}::uuid, a.owner_id, ${row.type}, ${row.status}, null, a.asset, ${row.amount}::numeric, a.id,
-      ${row.network}, ${row.origin}::jsonb, ${row.destination}::jsonb, ${row.reference}, ${row.created_at}::timestamptz,
-      ${row.updated_at}::timestamptz, null
+    insert into transactions (organization_id, id, owner_id, type, status, reason, origin, origin_asset, origin_amount, origin_rate,
+      destination, destination_asset, destination_amount, destination_rate, denomination, fees, origin_account_id, destination_account_id,
+      network, reference, quote_id, quoted_at, created_at, updated_at, completed_at)
+    select a.organization_id, ${row.id}::uuid, a.owner_id, ${row.type}, 'processing', null, ${JSON.stringify(row.origin)}::jsonb,
+      ${row.origin_asset}, ${row.origin_amount}::numeric, ${row.origin_rate}, ${JSON.stringify(row.destination)}::jsonb, a.asset,
+      ${row.destination_amount}::numeric, ${row.destination_rate}, ${JSON.stringify(row.denomination)}::jsonb, ${JSON.stringify(row.fees)}::jsonb,
+      null, a.id, ${row.network}, ${row.reference}, null, ${row.quoted_at}::timestamptz, ${row.created_at}::timestamptz,
+      ${row.created_at}::timestamptz, null
     from accounts a
-    where a.organization_id = ${row.organization_id} and a.owner_id = ${row.owner_id} and a.id = ${row.account_id} and a.asset = ${row.asset}
+    where a.organization_id = ${row.organization_id} and a.owner_id = ${row.owner_id} and a.id = ${row.destination_account_id}
+      and a.asset = ${row.destination_asset}
     on conflict (organization_id, reference) do nothing
     returning *`.execute(db)
   return result.rows[0]
 }
 
-export function findByReference(db: Executor, organizationId: string, reference: string): Promise<TransactionRow | undefined> {
-  return db.selectFrom('transactions').selectAll().where('organization_id', '=', organizationId).where('reference', '=', reference).executeTakeFirst()
+/** Inserts a movement decided by a quote (status `processing`); the quote's unique index refuses a second one. */
+export async function insert(tx: Tx, row: NewTransaction): Promise<TransactionRow> {
+  return tx
+    .insertInto('transactions')
+    .values({
+      ...row,
+      status: 'processing',
+      reason: null,
+      origin: JSON.stringify(row.origin),
+      destination: JSON.stringify(row.destination),
+      denomination: JSON.stringify(row.denomination),
+      fees: JSON.stringify(row.fees),
+      updated_at: row.created_at,
+      completed_at: null,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow()
 }
 
-export function find(db: Executor, organizationId: string, id: string): Promise<TransactionRow | undefined> {
-  return db.selectFrom('transactions').selectAll().where('organization_id', '=', organizationId).where('id', '=', id).executeTakeFirst()
+export function findByReference(db: Executor, organizationId: string, reference: string): Promise<TransactionRow | undefined> {
+  return db.selectFrom('transactions').selectAll().where('organization_id', '=', organizationId).where('reference', '=', reference).executeTakeFirst()
 }
 
 export function findOwned(db: Executor, organizationId: string, ownerId: string, id: string): Promise<TransactionRow | undefined> {
@@ -41,6 +81,11 @@ export function findOwned(db: Executor, organizationId: string, ownerId: string,
     .where('owner_id', '=', ownerId)
     .where('id', '=', id)
     .executeTakeFirst()
+}
+
+export function findMany(db: Executor, organizationId: string, ids: readonly string[]): Promise<TransactionRow[]> {
+  if (ids.length === 0) return Promise.resolve([])
+  return db.selectFrom('transactions').selectAll().where('organization_id', '=', organizationId).where('id', 'in', ids).orderBy('id').execute()
 }
 
 /** Locks the transactions that are still in `status`, in id order; those that moved on (or do not exist) are left out. */
@@ -57,7 +102,10 @@ export function lockInStatus(db: Executor, organizationId: string, ids: readonly
     .execute()
 }
 
-/** Moves transactions on from `from`; returns those moved (one that was no longer there was moved by someone else). */
+/**
+ * Moves transactions on from `from` to the status the state machine chose; returns those moved (one that was no
+ * longer in `from` was moved by someone else and is left alone).
+ */
 export function transition(
   db: Executor,
   organizationId: string,
@@ -76,10 +124,36 @@ export function transition(
     .execute()
 }
 
-/** The user's transactions (of one account, when given), newest first. */
-export function listPage(db: Executor, filter: { organizationId: string; ownerId: string; accountId?: string; statuses?: readonly string[] }, window: PageWindow) {
+/** How many movements of these types the user started since `since` (velocity). */
+export async function countSince(db: Executor, organizationId: string, ownerId: string, types: readonly string[], since: Date, before: Date): Promise<number> {
+  const row = await db
+    .selectFrom('transactions')
+    .select((eb) => eb.fn.countAll<string>().as('count'))
+    .where('organization_id', '=', organizationId)
+    .where('owner_id', '=', ownerId)
+    .where('type', 'in', types)
+    .where('created_at', '>=', since)
+    .where('created_at', '<', before)
+    .executeTakeFirstOrThrow()
+  return Number(row.count)
+}
+
+export interface ListFilter {
+  organizationId: string
+  ownerId: string
+  accountId?: string
+  statuses?: readonly string[]
+  types?: readonly string[]
+}
+
+/** The user's transactions (those debiting or crediting one account, when given), newest first. */
+export function listPage(db: Executor, filter: ListFilter, window: PageWindow) {
   let query = db.selectFrom('transactions').selectAll().where('organization_id', '=', filter.organizationId).where('owner_id', '=', filter.ownerId)
-  if (filter.accountId !== undefined) query = query.where('account_id', '=', filter.accountId)
+  if (filter.accountId !== undefined) {
+    const accountId = filter.accountId
+    query = query.where((eb) => eb.or([eb('origin_account_id', '=', accountId), eb('destination_account_id', '=', accountId)]))
+  }
   if (filter.statuses !== undefined) query = query.where('status', 'in', filter.statuses as TransactionRow['status'][])
+  if (filter.types !== undefined) query = query.where('type', 'in', filter.types)
   return fetchPage(query, 'id', window)
 }

@@ -1,12 +1,23 @@
 import { paginationLinks } from '../../http/pagination.ts'
 import { ActingRequestHeaders, described, errorResponses } from '../../http/schemas.ts'
 import { principalOf, type App } from '../../http/types.ts'
-import { AccountTransactionsParams, ListTransactionsQuery, ListTransactionsResponse, TransactionParams, TransactionResponse } from './transactions.schemas.ts'
+import type { Db } from '../../db/schema.ts'
+import { atomicIdempotency, REPLAYED_RESPONSE_HEADER } from '../../http/idempotency.ts'
+import {
+  AccountTransactionsParams,
+  CreateTransactionBody,
+  CreateTransactionHeaders,
+  CreateTransactionResponse,
+  ListTransactionsQuery,
+  ListTransactionsResponse,
+  TransactionParams,
+  TransactionResponse,
+} from './transactions.schemas.ts'
 import type { TransactionsService } from './transactions.service.ts'
 
 const USERS = ['user:business', 'user:individual'] as const
 
-export function transactionsRoutes(transactions: TransactionsService, publicUrl: string) {
+export function transactionsRoutes(transactions: TransactionsService, publicUrl: string, db: Db) {
   return async function routes(app: App): Promise<void> {
     const tags = ['Transactions']
 
@@ -30,6 +41,35 @@ export function transactionsRoutes(transactions: TransactionsService, publicUrl:
           transactions: page.transactions,
           pagination: paginationLinks({ baseUrl: publicUrl, requestUrl: request.url, window: page.window, anchor: page.anchor, hasNext: page.hasNext }),
         }
+      },
+    )
+
+    app.post(
+      '/core/transactions',
+      {
+        schema: {
+          operationId: 'core.create-transaction',
+          summary: 'Create transaction',
+          description:
+            'Executes a quote of the acting user: the transaction is created `processing` with the origin\'s money held, and ' +
+            'completes (or fails with a reason) in the background; follow it with `GET /core/transactions/{id}` or the ' +
+            '`core.transaction.status-changed` event. A quote is used once: a second execution, or one after it expired, is 404 ' +
+            '`entity_not_found`. 409 `insufficient_balance` when the origin cannot fund it any more. With `Idempotency-Key`, ' +
+            'the key is recorded in the same database transaction as the movement: a retry gets the first answer and never ' +
+            'moves money twice.',
+          tags,
+          headers: CreateTransactionHeaders,
+          body: CreateTransactionBody,
+          response: {
+            201: described(CreateTransactionResponse, 'Transaction created.', REPLAYED_RESPONSE_HEADER),
+            ...errorResponses(400, 401, 403, 404, 409, 413, 415, 422, 429),
+          },
+        },
+        config: { auth: { scopes: ['core.transactions:create'], subjects: USERS }, idempotent: 'atomic' },
+      },
+      async (request, reply) => {
+        await atomicIdempotency(db, request, reply, 201, (guard) => transactions.create(principalOf(request), request.body, guard))
+        return reply
       },
     )
 

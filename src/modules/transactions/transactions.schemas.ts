@@ -1,6 +1,8 @@
 import Type, { type Static } from 'typebox'
 import { Pagination, PaginationQuery } from '../../http/pagination.ts'
-import { component, Timestamp, Uuid } from '../../http/schemas.ts'
+import { IdempotencyKeyHeader } from '../../http/idempotency.ts'
+import { component, OnBehalfOfHeader, Timestamp, UserContextHeaders, Uuid } from '../../http/schemas.ts'
+import { CreationErrors, InitialMetadata } from '../metadata/metadata.schemas.ts'
 
 export const TRANSACTION_STATUSES = ['processing', 'on-hold', 'completed', 'failed'] as const
 export type TransactionStatus = (typeof TRANSACTION_STATUSES)[number]
@@ -67,10 +69,18 @@ const ExternalAccountNode = component(
   ),
 )
 
-export const TransactionNode = Type.Union([AccountNode, BankAddressNode, CryptoAddressNode, ExternalAccountNode], { description: 'Where the money comes from or goes to.' })
+const ApmNode = component(
+  'transaction-node-apm',
+  Type.Object(
+    { type: Type.Literal('apm'), method: Type.Union([Type.Literal('apple-pay'), Type.Literal('paypal'), Type.Literal('venmo')], { description: 'The payment method.' }) },
+    { description: 'An alternative payment method (wallet).' },
+  ),
+)
+
+export const TransactionNode = Type.Union([AccountNode, BankAddressNode, CryptoAddressNode, ExternalAccountNode, ApmNode], { description: 'Where the money comes from or goes to.' })
 export type TransactionNode = Static<typeof TransactionNode>
 
-const Endpoint = (name: string, description: string) =>
+export const Endpoint = (name: string, description: string) =>
   component(
     name,
     Type.Object(
@@ -84,39 +94,43 @@ const Endpoint = (name: string, description: string) =>
     ),
   )
 
+export const Denomination = component(
+  'transaction-denomination',
+  Type.Object(
+    {
+      asset: Type.String({ description: 'The asset the amount is given in.' }),
+      amount: Amount('The amount the movement was asked for, in that asset.'),
+      rate: Type.String({ description: 'Units of the target end\'s asset per unit of the denomination asset.' }),
+      target: Type.Union([Type.Literal('origin'), Type.Literal('destination')], { description: 'Whether the origin pays or the destination receives exactly this amount.' }),
+    },
+    { description: 'The amount the movement was asked for.' },
+  ),
+)
+
+export const Fees = component(
+  'transaction-fees',
+  Type.Array(
+    Type.Object({
+      type: Type.Union([Type.Literal('deposit'), Type.Literal('exchange'), Type.Literal('network'), Type.Literal('withdrawal')], { description: 'What the fee is for.' }),
+      code: Type.String({ description: 'Which fee of the schedule it is.' }),
+      asset: Type.String({ description: 'The asset the fee is charged in.' }),
+      amount: Amount('The amount of the fee.'),
+      percentage: Type.Optional(Type.String({ description: 'The percentage of the amount the fee was computed from, when it is one (`0.5` is 0.5 %).' })),
+    }),
+    { description: 'The fees charged for the movement, paid by the origin on top of what is exchanged.' },
+  ),
+)
+
 export const Transaction = component(
   'transaction',
   Type.Object(
     {
       id: Uuid,
-      type: Type.String({ description: 'What the transaction is: `deposit`, …' }),
+      type: Type.String({ description: 'What the transaction is: `deposit`, `trade` (between accounts of two assets), `transfer` (between accounts of one asset).' }),
       origin: Endpoint('transaction-origin-endpoint', 'Where the money comes from.'),
       destination: Endpoint('transaction-destination-endpoint', 'Where the money goes.'),
-      denomination: component(
-        'transaction-denomination',
-        Type.Object(
-          {
-            asset: Type.String({ description: 'The asset the transaction is denominated in.' }),
-            amount: Amount('The amount of the transaction.'),
-            rate: Type.String({ description: 'The rate against the target end.' }),
-            target: Type.Union([Type.Literal('origin'), Type.Literal('destination')], { description: 'Whether the origin pays or the destination receives exactly this amount.' }),
-          },
-          { description: 'The amount the transaction was asked for.' },
-        ),
-      ),
-      fees: component(
-        'transaction-fees',
-        Type.Array(
-          Type.Object({
-            type: Type.Union([Type.Literal('deposit'), Type.Literal('exchange'), Type.Literal('network'), Type.Literal('withdrawal')]),
-            code: Type.String(),
-            asset: Type.String(),
-            amount: Amount('The amount of the fee.'),
-            percentage: Type.Optional(Type.String()),
-          }),
-          { description: 'The fees charged for the transaction.' },
-        ),
-      ),
+      denomination: Denomination,
+      fees: Fees,
       status: Type.Union(
         [Type.Literal('processing'), Type.Literal('on-hold'), Type.Literal('completed'), Type.Literal('failed')],
         { description: '`processing` until it settles, then `completed` or `failed`; `on-hold` while it waits for a review.' },
@@ -142,8 +156,49 @@ const StatusFilter = Type.String({
   description: 'Only transactions in these statuses (comma-separated).',
 })
 
-export const ListTransactionsQuery = Type.Object({ status: Type.Optional(StatusFilter), ...PaginationQuery })
+const TypeFilter = Type.String({ pattern: '^(deposit|trade|transfer)(,(deposit|trade|transfer))*$', description: 'Only transactions of these types (comma-separated).' })
+
+export const ListTransactionsQuery = Type.Object({ status: Type.Optional(StatusFilter), type: Type.Optional(TypeFilter), ...PaginationQuery })
 export const ListTransactionsResponse = component('list-transactions-response', Type.Object({ transactions: Type.Array(Transaction), pagination: Pagination }))
 export const TransactionResponse = component('transaction-response', Type.Object({ transaction: Transaction }))
 export const TransactionParams = Type.Object({ transactionId: Type.String({ format: 'uuid', description: 'The id of the transaction.' }) })
 export const AccountTransactionsParams = Type.Object({ accountId: Type.String({ format: 'uuid', description: 'The id of the account.' }) })
+
+const ReturnUrl = Type.String({ format: 'uri', pattern: '^[a-zA-Z][a-zA-Z0-9+\\-.]*:\\/\\/[^\\s]+$', maxLength: 2048 })
+
+export const CreateTransactionBody = Type.Object(
+  {
+    quoteId: Type.String({ format: 'uuid', description: 'The quote to execute; a quote is used once, and an expired one cannot be.' }),
+    params: Type.Optional(
+      Type.Object(
+        {
+          travelRule: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'Travel-rule information about the other party (crypto movements).' })),
+          requirements: Type.Optional(
+            Type.Array(
+              Type.Object(
+                { name: Type.String({ description: 'The requirement met, e.g. `authorize:3ds`.' }), returnUrl: Type.Optional(ReturnUrl) },
+                { additionalProperties: true },
+              ),
+              { maxItems: 10, description: 'How the quote\'s requirements are met.' },
+            ),
+          ),
+          returnUrl: Type.Optional({ ...ReturnUrl, deprecated: true }),
+        },
+        { description: 'What the movement needs besides the quote.' },
+      ),
+    ),
+    metadata: Type.Optional(InitialMetadata('transaction')),
+  },
+  { description: 'Executes a quote.' },
+)
+export type CreateTransactionBody = Static<typeof CreateTransactionBody>
+
+export const CreateTransactionResponse = component(
+  'create-transaction-response',
+  Type.Object({
+    transaction: Transaction,
+    errors: CreationErrors,
+  }),
+)
+
+export const CreateTransactionHeaders = Type.Object({ ...OnBehalfOfHeader, ...IdempotencyKeyHeader, ...UserContextHeaders })

@@ -1,32 +1,32 @@
-import type { Db, Executor, TransactionRow } from '../../db/schema.ts'
-import { notFound } from '../../http/errors.ts'
+import type { Db, Executor, TransactionRow, Tx } from '../../db/schema.ts'
 import { pageWindow, type PageWindow, type PaginationParams } from '../../http/pagination.ts'
 import type { Principal } from '../../http/principal.ts'
-import { isUuid } from '../../lib/ids.ts'
+import { notFound, type ErrorBody } from '../../lib/errors.ts'
+import { isUuid, uuidv7 } from '../../lib/ids.ts'
 import { recordEvents } from '../events/outbox.ts'
 import { formatAmount } from '../ledger/ledger.service.ts'
+import { attachInitialMetadata } from '../metadata/metadata.service.ts'
+import { isTransactionKind, nextStatus, type TransactionEvent, type TransactionKind } from './transaction.machine.ts'
 import * as repository from './transactions.repository.ts'
-import type { Transaction, TransactionNode, TransactionStatusReason } from './transactions.schemas.ts'
+import type { CreateTransactionBody, Transaction, TransactionNode, TransactionStatusReason } from './transactions.schemas.ts'
 
 export const TRANSACTION_EVENTS = {
   created: 'core.transaction.created',
   statusChanged: 'core.transaction.status-changed',
 } as const
 
-/** A transaction as the API shows it. Same-asset movements so far: both ends carry the amount at rate 1. */
+/** A transaction as the API shows it. */
 export function presentTransaction(row: TransactionRow): Transaction {
-  const amount = formatAmount(row.amount)
-  const end = (node: Record<string, unknown>) => ({ asset: row.asset, amount, rate: '1', node: node as TransactionNode })
   return {
     id: row.id,
     type: row.type,
-    origin: end(row.origin),
-    destination: end(row.destination),
-    denomination: { asset: row.asset, amount, rate: '1', target: row.type === 'deposit' ? 'destination' : 'origin' },
-    fees: [],
+    origin: { asset: row.origin_asset, amount: formatAmount(row.origin_amount), rate: row.origin_rate, node: row.origin as TransactionNode },
+    destination: { asset: row.destination_asset, amount: formatAmount(row.destination_amount), rate: row.destination_rate, node: row.destination as TransactionNode },
+    denomination: { ...row.denomination, amount: formatAmount(row.denomination.amount) },
+    fees: row.fees.map((fee) => ({ ...fee, amount: formatAmount(fee.amount) })),
     status: row.status,
     ...(row.reason !== null ? { statusDetails: { reason: row.reason as TransactionStatusReason } } : {}),
-    quotedAt: row.created_at.toISOString(),
+    quotedAt: row.quoted_at.toISOString(),
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
     ...(row.completed_at !== null ? { completedAt: row.completed_at.toISOString() } : {}),
@@ -53,28 +53,132 @@ export interface AccountDirectory {
   ownedAccount(principal: Principal, accountId: string): Promise<string | null>
 }
 
+/** A quote taken for execution (the quotes module's `use`). */
+export interface UsedQuote {
+  id: string
+  kind: string
+  origin: Record<string, unknown>
+  destination: Record<string, unknown>
+  origin_account_id: string | null
+  destination_account_id: string | null
+  origin_asset: string
+  origin_amount: string
+  origin_rate: string
+  destination_asset: string
+  destination_amount: string
+  destination_rate: string
+  denomination: TransactionRow['denomination']
+  fees: TransactionRow['fees']
+  created_at: Date
+}
+
+export interface QuoteUser {
+  use(tx: Tx, principal: Principal, quoteId: string, at: Date): Promise<UsedQuote>
+}
+
+/** How a kind of movement is carried out once recorded: its money flow (src/flows), started in the same transaction. */
+export interface MovementFlow<D = Record<string, unknown>> {
+  start(tx: Tx, input: { organizationId: string; id: string; data: D; inline?: number }): Promise<void>
+}
+
+/**
+ * Guards a money-moving creation with its `Idempotency-Key`: `claim` records the key inside the creation's own
+ * database transaction (refusing, by throwing, when a request with the key already committed), and `complete`
+ * stores the answer there too. Key and movement commit together or not at all.
+ */
+export interface AtomicIdempotency {
+  claim(tx: Tx): Promise<void>
+  complete(tx: Tx, status: number, body: unknown): Promise<void>
+}
+
 function actingUser(principal: Principal): string {
   if (principal.userId === null) throw notFound('user')
   return principal.userId
 }
 
 type Page = { transactions: Transaction[]; window: PageWindow; anchor: string | undefined; hasNext: boolean }
+type ListQuery = PaginationParams & { status?: string; type?: string }
 
-/** The read side of the users' transactions; each kind of transaction has its own service that writes them. */
+const list = (value: string | undefined) => (value === undefined ? undefined : [...new Set(value.split(','))])
+
+/**
+ * The users' transactions: the read side, the execution of quotes (`POST /core/transactions`), and the status
+ * changes the money flows make. Every status change goes through the state machine and writes its event in the
+ * same database transaction.
+ */
 export class TransactionsService {
   private readonly db: Db
   private readonly accounts: AccountDirectory
+  private readonly quotes: QuoteUser
+  private readonly flows = new Map<string, MovementFlow>()
+  private readonly afterCreate: () => void
 
-  constructor(deps: { db: Db; accounts: AccountDirectory }) {
+  constructor(deps: { db: Db; accounts: AccountDirectory; quotes: QuoteUser; afterCreate?: () => void }) {
     this.db = deps.db
     this.accounts = deps.accounts
+    this.quotes = deps.quotes
+    this.afterCreate = deps.afterCreate ?? (() => {})
   }
 
-  list(principal: Principal, query: PaginationParams & { status?: string }): Promise<Page> {
+  /** The flow that carries out quotes of a kind (`trade`, `transfer`, …). */
+  executeWith(kind: TransactionKind, flow: MovementFlow): void {
+    this.flows.set(kind, flow)
+  }
+
+  /**
+   * Executes a quote: marks it used, records the transaction (`processing`) and starts its flow, whose first step
+   * (holding the origin's money) runs here, so that a commit the origin cannot fund is refused (409
+   * `insufficient_balance`) and leaves nothing behind. The rest of the flow runs in the background.
+   */
+  async create(principal: Principal, body: CreateTransactionBody, idempotency: AtomicIdempotency | null = null): Promise<{ transaction: Transaction; errors?: { metadata: ErrorBody } }> {
+    const ownerId = actingUser(principal)
+    const result = await this.db.transaction().execute(async (tx) => {
+      await idempotency?.claim(tx)
+      const at = new Date()
+      const quote = await this.quotes.use(tx, principal, body.quoteId, at)
+      const flow = this.flows.get(quote.kind)
+      if (!flow || !isTransactionKind(quote.kind)) throw new Error(`No flow executes quotes of kind ${quote.kind}`)
+      const row = await repository.insert(tx, {
+        organization_id: principal.organizationId,
+        id: uuidv7(at.getTime()),
+        owner_id: ownerId,
+        type: quote.kind,
+        origin: quote.origin,
+        origin_asset: quote.origin_asset,
+        origin_amount: quote.origin_amount,
+        origin_rate: quote.origin_rate,
+        destination: quote.destination,
+        destination_asset: quote.destination_asset,
+        destination_amount: quote.destination_amount,
+        destination_rate: quote.destination_rate,
+        denomination: quote.denomination,
+        fees: quote.fees,
+        origin_account_id: quote.origin_account_id,
+        destination_account_id: quote.destination_account_id,
+        network: null,
+        reference: null,
+        quote_id: quote.id,
+        quoted_at: quote.created_at,
+        created_at: at,
+      })
+      await flow.start(tx, { organizationId: principal.organizationId, id: row.id, data: {}, inline: 1 })
+      const metadataError = body.metadata !== undefined
+        ? await attachInitialMetadata(tx, { organizationId: principal.organizationId, entityType: 'transactions', entityId: row.id }, body.metadata, at)
+        : null
+      await announceTransactions(tx, TRANSACTION_EVENTS.created, [row])
+      const response = { transaction: presentTransaction(row), ...(metadataError ? { errors: { metadata: metadataError.toBody() } } : {}) }
+      await idempotency?.complete(tx, 201, response)
+      return response
+    })
+    this.afterCreate()
+    return result
+  }
+
+  list(principal: Principal, query: ListQuery): Promise<Page> {
     return this.page(principal, undefined, query)
   }
 
-  async listForAccount(principal: Principal, accountId: string, query: PaginationParams & { status?: string }): Promise<Page> {
+  async listForAccount(principal: Principal, accountId: string, query: ListQuery): Promise<Page> {
     const id = await this.accounts.ownedAccount(principal, accountId)
     if (id === null) throw notFound('account')
     return this.page(principal, id, query)
@@ -94,11 +198,41 @@ export class TransactionsService {
     return row?.id ?? null
   }
 
-  private async page(principal: Principal, accountId: string | undefined, query: PaginationParams & { status?: string }): Promise<Page> {
+  /** For flows: locks the transactions still `processing`, in id order (the others moved on and are left out). */
+  lockProcessing(tx: Tx, organizationId: string, ids: readonly string[]): Promise<TransactionRow[]> {
+    return repository.lockInStatus(tx, organizationId, ids, 'processing')
+  }
+
+  /**
+   * For flows: applies an event to locked transactions through the state machine, writes the new status
+   * conditionally on the old one, and records the status-changed events. A move the machine refuses is a bug
+   * in the flow and throws.
+   */
+  async apply(tx: Tx, rows: readonly TransactionRow[], event: TransactionEvent, reason: TransactionStatusReason | null = null): Promise<TransactionRow[]> {
+    const moved: TransactionRow[] = []
+    const at = new Date()
+    for (const group of Map.groupBy(rows, (row) => `${row.organization_id}|${row.type}|${row.status}`).values()) {
+      const { organization_id: organizationId, type, status } = group[0]!
+      if (!isTransactionKind(type)) throw new Error(`Transaction kind ${type} has no state machine`)
+      const to = nextStatus(type, status, event)
+      if (to === null) throw new Error(`A ${type} cannot ${event} from ${status}`)
+      const changed = await repository.transition(tx, organizationId, group.map((row) => row.id), status, { status: to, reason: to === 'failed' ? (reason ?? 'unspecified-error') : null, at })
+      if (changed.length !== group.length) throw new Error(`Transactions changed status under their lock (${group.length - changed.length} of ${group.length})`)
+      moved.push(...changed)
+    }
+    await announceTransactions(tx, TRANSACTION_EVENTS.statusChanged, moved)
+    return moved
+  }
+
+  /** For flows: how many trades and transfers the user started in [since, before). */
+  countMovements(tx: Tx, organizationId: string, ownerId: string, since: Date, before: Date): Promise<number> {
+    return repository.countSince(tx, organizationId, ownerId, ['trade', 'transfer'], since, before)
+  }
+
+  private async page(principal: Principal, accountId: string | undefined, query: ListQuery): Promise<Page> {
     const ownerId = actingUser(principal)
     const window = pageWindow(query)
-    const statuses = query.status === undefined ? undefined : [...new Set(query.status.split(','))]
-    const page = await repository.listPage(this.db, { organizationId: principal.organizationId, ownerId, accountId, statuses }, window)
+    const page = await repository.listPage(this.db, { organizationId: principal.organizationId, ownerId, accountId, statuses: list(query.status), types: list(query.type) }, window)
     return { transactions: page.items.map(presentTransaction), window, anchor: page.anchor, hasNext: page.hasNext }
   }
 }

@@ -1,0 +1,243 @@
+import type { Db, FlowRow, JobRow, Tx } from '../db/schema.ts'
+import { enqueue, type JobHandlers } from '../jobs/queue.ts'
+import { isRetryable } from '../lib/errors.ts'
+import * as repository from './flows.repository.ts'
+
+/** One flow as its steps see it. */
+export interface Flow<D> {
+  organizationId: string
+  /** The flow's id: the id of the transaction it moves. */
+  id: string
+  type: string
+  /** The index of the step being run. */
+  step: number
+  data: D
+  createdAt: Date
+}
+
+export interface FlowStep<D> {
+  name: string
+  /**
+   * Runs before the step's database transaction, outside any: for what must not happen inside one, such as
+   * looking up (and on first use creating) the system accounts the step posts to.
+   */
+  prepare?(flows: readonly Flow<D>[]): Promise<void>
+  /**
+   * Does the step for flows of one organization, inside `tx`; the runner records the step and moves each flow
+   * on in that same transaction, so the effect and its record commit together or not at all. Given several
+   * flows, the step may share work between them (one ledger write for all); when it throws, the runner runs
+   * each flow alone, so one flow's failure holds no other back. Returns what to merge into each flow's data.
+   *
+   * A step must be idempotent: after a crash between its commit and the job's completion it is not run again
+   * (the flow moved on), but a step that calls outside parties may be interrupted before it commits and run
+   * again, so such calls must carry an idempotency key derived from the flow and step.
+   *
+   * Throwing a domain error that is not retryable fails the flow for good: the steps already done are
+   * compensated, newest first, then the definition's `onFailed` records the failure. Anything else is retried
+   * with backoff, and fails the flow the same way after the job's last attempt.
+   */
+  run(tx: Tx, flows: readonly Flow<D>[]): Promise<ReadonlyMap<string, Partial<D>> | void>
+  /** Undoes the step's effect when a later step fails for good (releases a hold, reverses a posting); idempotent. */
+  compensate?(tx: Tx, flow: Flow<D>): Promise<void>
+}
+
+export interface FlowDefinition<D> {
+  type: string
+  steps: readonly FlowStep<D>[]
+  /** Records the failure once the done steps are compensated, in the same transaction (the transaction fails). */
+  onFailed(tx: Tx, flow: Flow<D>, error: unknown): Promise<void>
+  /** How many flows of this type one job run takes at most (they share database transactions per step). */
+  batchSize?: number
+}
+
+export interface StartFlow<D> {
+  organizationId: string
+  id: string
+  data: D
+  /**
+   * How many of the first steps to run now, in the caller's transaction: their errors reach the caller, who then
+   * rolls back and leaves nothing behind (a commit refused for insufficient balance creates no transaction).
+   */
+  inline?: number
+}
+
+/** A defined flow: start one in the transaction that creates what it moves. */
+export interface FlowHandle<D> {
+  readonly type: string
+  start(tx: Tx, input: StartFlow<D>): Promise<void>
+}
+
+interface FlowJob {
+  organizationId: string
+  flowId: string
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+}
+
+function toFlow<D>(row: FlowRow): Flow<D> {
+  return { organizationId: row.organization_id, id: row.id, type: row.type, step: row.step, data: row.data as D, createdAt: row.created_at }
+}
+
+export const FLOW_JOB_PREFIX = 'flow:'
+
+/**
+ * Runs durable money flows on the job queue. A flow is a fixed list of steps; its row says which step is next.
+ * Starting a flow writes that row and a job in the caller's transaction; the worker then runs the steps one
+ * database transaction each, the step's effect, its history row and the move to the next step committing
+ * together. So after a crash (kill -9 at any point) the job is taken over once its lease passes and the flow
+ * resumes at the first step not committed; a duplicated job finds its flow moved on and does nothing.
+ */
+export class FlowRunner {
+  private readonly db: Db
+  private readonly jobs: JobHandlers
+
+  constructor(deps: { db: Db; jobs: JobHandlers }) {
+    this.db = deps.db
+    this.jobs = deps.jobs
+  }
+
+  define<D extends object>(definition: FlowDefinition<D>): FlowHandle<D> {
+    if (definition.steps.length === 0) throw new Error(`Flow ${definition.type} has no steps`)
+    if (new Set(definition.steps.map((step) => step.name)).size !== definition.steps.length) throw new Error(`Flow ${definition.type} repeats a step name`)
+    const jobType = FLOW_JOB_PREFIX + definition.type
+    this.jobs.registerBatch(jobType, (jobs) => this.runJobs(definition, jobs), { maxJobs: definition.batchSize ?? 1 })
+    return {
+      type: definition.type,
+      start: async (tx, input) => {
+        const at = new Date()
+        const inline = Math.min(input.inline ?? 0, definition.steps.length)
+        const unfit = definition.steps.slice(0, inline).find((step) => step.prepare)
+        if (unfit) throw new Error(`Step ${unfit.name} of flow ${definition.type} prepares outside a transaction: it cannot run inline`)
+        const flow: Flow<D> = { organizationId: input.organizationId, id: input.id, type: definition.type, step: 0, data: input.data, createdAt: at }
+        const history = []
+        for (; flow.step < inline; flow.step++) {
+          const step = definition.steps[flow.step]!
+          const patch = (await step.run(tx, [flow]))?.get(flow.id)
+          if (patch) flow.data = { ...flow.data, ...patch }
+          history.push({ organizationId: flow.organizationId, flowId: flow.id, step: step.name, action: 'run' as const, position: flow.step, at })
+        }
+        const completed = flow.step >= definition.steps.length
+        await repository.insertFlow(tx, { organizationId: flow.organizationId, id: flow.id, type: definition.type, step: flow.step, status: completed ? 'completed' : 'running', data: flow.data as Record<string, unknown>, at })
+        await repository.recordSteps(tx, history)
+        if (!completed) {
+          await enqueue(tx, { type: jobType, organizationId: flow.organizationId, payload: { organizationId: flow.organizationId, flowId: flow.id } satisfies FlowJob })
+        }
+      },
+    }
+  }
+
+  /**
+   * Runs the flows of the jobs to their end. Flows of one organization at the same step run their remaining steps
+   * together, in one database transaction. When that fails, each flow runs alone, one step per database
+   * transaction, so that the failing step is found, recorded and handled (retried later, or compensated) without
+   * holding the other flows back. Resolves with the jobs to retry later (a retryable failure before their last
+   * attempt).
+   */
+  private async runJobs<D extends object>(definition: FlowDefinition<D>, jobs: readonly JobRow[]): Promise<Map<string, unknown>> {
+    const retries = new Map<string, unknown>()
+    const jobOf = new Map(jobs.map((job) => [(job.payload as unknown as FlowJob).flowId, job]))
+    const pending: Flow<D>[] = []
+    for (const [organizationId, group] of Map.groupBy(jobs, (job) => (job.payload as unknown as FlowJob).organizationId)) {
+      const rows = await repository.findRunning(this.db, organizationId, group.map((job) => (job.payload as unknown as FlowJob).flowId))
+      pending.push(...rows.map((row) => toFlow<D>(row)))
+    }
+    for (const group of Map.groupBy(pending, (flow) => `${flow.organizationId}|${flow.step}`).values()) {
+      try {
+        await this.runSteps(definition, group, definition.steps.length - group[0]!.step)
+        continue
+      } catch {
+        // Each flow alone below, step by step.
+      }
+      for (const flow of group) {
+        const failure = await this.runAlone(definition, flow, jobOf.get(flow.id)!)
+        if (failure !== undefined) retries.set(jobOf.get(flow.id)!.id, failure)
+      }
+    }
+    return retries
+  }
+
+  /** Runs one flow's remaining steps one database transaction each; resolves with the error to retry on, if any. */
+  private async runAlone<D extends object>(definition: FlowDefinition<D>, flow: Flow<D>, job: JobRow): Promise<unknown> {
+    let current = flow
+    while (current.step < definition.steps.length) {
+      let moved: Flow<D> | undefined
+      try {
+        ;[moved] = await this.runSteps(definition, [current], 1)
+      } catch (error) {
+        const lastAttempt = job.attempts >= job.max_attempts
+        if (isRetryable(error) && !lastAttempt) return error
+        try {
+          await this.fail(definition, current, error)
+          return undefined
+        } catch (failure) {
+          // Compensation itself could not commit: the job is retried and tries the whole failure again.
+          return failure
+        }
+      }
+      // Undefined: another run of a duplicated job moved it on.
+      if (moved === undefined) return undefined
+      current = moved
+    }
+    return undefined
+  }
+
+  /**
+   * Runs `count` steps from the flows' current one, all in one database transaction, for flows of one
+   * organization at the same step. Every step's `prepare` runs first, outside the transaction, with the flows'
+   * data as it stands. Each step's history row and the move past the last step commit with the steps' effects.
+   * Flows that moved on meanwhile (a duplicated job) are left out. Resolves with the flows as they now stand.
+   */
+  private async runSteps<D extends object>(definition: FlowDefinition<D>, flows: readonly Flow<D>[], count: number): Promise<Flow<D>[]> {
+    const { organizationId, step: first } = flows[0]!
+    const steps = definition.steps.slice(first, first + count)
+    for (const step of steps) await step.prepare?.(flows)
+    return this.db.transaction().execute(async (tx) => {
+      let current = (await repository.lockAtStep(tx, organizationId, flows.map((flow) => flow.id), first)).map((row) => toFlow<D>(row))
+      if (current.length === 0) return []
+      const at = new Date()
+      const history = []
+      for (const [offset, step] of steps.entries()) {
+        const patches = (await step.run(tx, current)) ?? new Map<string, Partial<D>>()
+        for (const [id, patch] of patches) await repository.mergeData(tx, organizationId, id, patch as Record<string, unknown>)
+        history.push(...current.map((flow) => ({ organizationId, flowId: flow.id, step: step.name, action: 'run' as const, position: first + offset, at })))
+        current = current.map((flow) => ({ ...flow, step: first + offset + 1, data: { ...flow.data, ...patches.get(flow.id) } }))
+      }
+      const next = first + steps.length
+      await repository.advance(tx, organizationId, current.map((flow) => flow.id), { step: next, completed: next >= definition.steps.length, at })
+      await repository.recordSteps(tx, history)
+      return current
+    })
+  }
+
+  /** Compensates the done steps of a flow, newest first, then records its failure: all in one transaction. */
+  private async fail<D extends object>(definition: FlowDefinition<D>, flow: Flow<D>, error: unknown): Promise<void> {
+    await this.db.transaction().execute(async (tx) => {
+      const [row] = await repository.lockAtStep(tx, flow.organizationId, [flow.id], flow.step)
+      if (!row) return
+      const locked = toFlow<D>(row)
+      const at = new Date()
+      const history = []
+      let position = locked.step
+      for (let index = locked.step - 1; index >= 0; index--) {
+        const step = definition.steps[index]!
+        if (!step.compensate) continue
+        await step.compensate(tx, locked)
+        history.push({ organizationId: locked.organizationId, flowId: locked.id, step: step.name, action: 'compensate' as const, position: position++, at })
+      }
+      await definition.onFailed(tx, locked, error)
+      history.push({ organizationId: locked.organizationId, flowId: locked.id, step: definition.steps[locked.step]!.name, action: 'fail' as const, position, error: describe(error), at })
+      await repository.recordSteps(tx, history)
+      await repository.markFailed(tx, locked.organizationId, locked.id, describe(error), at)
+    })
+  }
+}
+
+/** Where a flow stands, for tests and operators. */
+export async function flowState(db: Db, organizationId: string, id: string): Promise<{ status: string; step: number; history: { step: string; action: string; error: string | null }[] } | undefined> {
+  const row = await repository.find(db, organizationId, id)
+  if (!row) return undefined
+  const history = await repository.stepsOf(db, organizationId, id)
+  return { status: row.status, step: row.step, history: history.map(({ step, action, error }) => ({ step, action, error })) }
+}

@@ -1,0 +1,135 @@
+/** Fixtures for tests that move money through the API: verified users, funded accounts, quotes and commits. */
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { bearer, individualUser, type TestContext, type TestResponse } from './helpers.ts'
+
+export interface Endpoint {
+  asset: string
+  amount: string
+  rate: string
+  node: Record<string, unknown>
+}
+
+export interface Fee {
+  type: string
+  code: string
+  asset: string
+  amount: string
+  percentage?: string
+}
+
+export interface Quote {
+  id: string
+  origin: Endpoint
+  destination: Endpoint
+  denomination: { asset: string; amount: string; rate: string; target: string }
+  fees: Fee[]
+  requirements: string[]
+  expiresAt: string
+}
+
+export interface Transaction {
+  id: string
+  type: string
+  status: string
+  statusDetails?: { reason?: string }
+  origin: Endpoint
+  destination: Endpoint
+  denomination: { asset: string; amount: string; rate: string; target: string }
+  fees: Fee[]
+  quotedAt: string
+  createdAt: string
+  updatedAt: string
+  completedAt?: string
+}
+
+const electronicIdentity = {
+  type: 'electronic-verification',
+  input: { data: { givenName: 'John', familyName: 'Doe', birthdate: '1987-01-01', citizenshipCountry: 'FR' } },
+}
+const electronicProofOfAddress = {
+  type: 'electronic-verification',
+  input: { data: { givenName: 'John', familyName: 'Doe', address: { country: 'FR', city: 'Paris', line1: '1 rue de Rivoli', postalCode: '75001' } } },
+}
+const dueDiligenceAnswers = [
+  { intent: { 'expected-activities': ['cryptocurrency_investing'] } },
+  { 'financial-information': { 'source-of-funds': 'salary', 'annual-income-range': '40000-60000-GBP', 'expected-annual-deposits-range': '0-5000-GBP' } },
+  { employment: { status: 'employed' } },
+]
+
+/** A user living in France (no financial-promotion steps) whose KYC lets them trade. */
+export async function verifiedUser(ctx: TestContext, token: string): Promise<string> {
+  const userId = (await ctx.createUser(token, individualUser({ address: { country: 'FR' }, primaryCitizenship: 'FR', termsOfService: 'general-lt-fcs' }))).id
+  const kyc = async (process: string, payload: Record<string, unknown>) => {
+    const response = await ctx.request({ method: 'PATCH', url: `/core/kyc/processes/${process}`, headers: bearer(token, userId), payload })
+    assert.equal(response.status, 200, response.body)
+  }
+  await kyc('identity', electronicIdentity)
+  await kyc('proof-of-address', electronicProofOfAddress)
+  for (const answers of dueDiligenceAnswers) await kyc('customer-due-diligence', { input: { answers } })
+  return userId
+}
+
+export async function openAccount(ctx: TestContext, token: string, userId: string, asset: string): Promise<string> {
+  const response = await ctx.request({ method: 'POST', url: '/core/accounts', headers: bearer(token, userId), payload: { label: `My ${asset}`, asset } })
+  assert.equal(response.status, 201, response.body)
+  return response.json<{ account: { id: string } }>().account.id
+}
+
+const NETWORK: Record<string, string> = { BTC: 'bitcoin', ETH: 'ethereum', EUR: 'sepa', GBP: 'fps', USD: 'ach' }
+
+/** Credits an account as a rail deposit would, and settles it. */
+export async function fund(ctx: TestContext, userId: string, accountId: string, asset: string, amount: string): Promise<void> {
+  await ctx.services.deposits.record(ctx.database.db, {
+    organizationId: (await ctx.database.db.selectFrom('accounts').select('organization_id').where('id', '=', accountId).executeTakeFirstOrThrow()).organization_id,
+    userId,
+    accountId,
+    asset,
+    amount,
+    network: NETWORK[asset] ?? 'bitcoin',
+    reference: `fund-${randomBytes(8).toString('hex')}`,
+  })
+  await ctx.services.worker.drain()
+}
+
+export function requestQuote(ctx: TestContext, token: string, userId: string, body: Record<string, unknown>): Promise<TestResponse> {
+  return ctx.request({ method: 'POST', url: '/core/transactions/quote', headers: bearer(token, userId), payload: body })
+}
+
+export function quoteBody(originId: string, destinationId: string, asset: string, amount: string, target: 'origin' | 'destination' = 'origin'): Record<string, unknown> {
+  return { origin: { type: 'account', id: originId }, destination: { type: 'account', id: destinationId }, denomination: { asset, amount, target } }
+}
+
+export async function quoted(ctx: TestContext, token: string, userId: string, body: Record<string, unknown>): Promise<Quote> {
+  const response = await requestQuote(ctx, token, userId, body)
+  assert.equal(response.status, 201, response.body)
+  return response.json<{ quote: Quote }>().quote
+}
+
+export function commit(ctx: TestContext, token: string, userId: string, quoteId: string, options: { key?: string; body?: Record<string, unknown> } = {}): Promise<TestResponse> {
+  return ctx.request({
+    method: 'POST',
+    url: '/core/transactions',
+    headers: { ...bearer(token, userId), ...(options.key !== undefined ? { 'idempotency-key': options.key } : {}) },
+    payload: { quoteId, ...options.body },
+  })
+}
+
+export async function balanceOf(ctx: TestContext, token: string, userId: string, accountId: string): Promise<{ total: string; available: string }> {
+  const response = await ctx.request({ method: 'GET', url: `/core/accounts/${accountId}`, headers: bearer(token, userId) })
+  assert.equal(response.status, 200, response.body)
+  return response.json<{ account: { balance: { total: string; available: string } } }>().account.balance
+}
+
+export async function transactionOf(ctx: TestContext, token: string, userId: string, id: string): Promise<Transaction> {
+  const response = await ctx.request({ method: 'GET', url: `/core/transactions/${id}`, headers: bearer(token, userId) })
+  assert.equal(response.status, 200, response.body)
+  return response.json<{ transaction: Transaction }>().transaction
+}
+
+export function assertError(response: TestResponse, status: number, code: string): Record<string, unknown> | undefined {
+  assert.equal(response.status, status, response.body)
+  const body = response.json<{ code: string; details?: Record<string, unknown> }>()
+  assert.equal(body.code, code, response.body)
+  return body.details
+}
