@@ -7,9 +7,9 @@ import { Writable } from 'node:stream'
 import { after, describe, test } from 'node:test'
 import { buildApp, loggerOptions } from '../src/app.ts'
 import { loadOrCreateSecrets } from '../src/lib/data-dir.ts'
+import { DomainError } from '../src/lib/errors.ts'
 import { eventsAbout } from '../src/modules/events/outbox.ts'
 import { derivePurposeKey, signDownload, signUploadPolicy } from '../src/modules/files/signed-links.ts'
-import type { ApiError } from '../src/http/errors.ts'
 import { basicAuth, bearer, ENGINES, individualUser, openTestDatabase, startPeer, testConfig, useApp, USER_IP, type TestResponse } from './helpers.ts'
 
 const MIN = 16
@@ -410,10 +410,10 @@ for (const engine of ENGINES) {
       const organizationId = suite.ctx.client.organizationId
       const file = await createFile(userId, { category: 'document', contentType: 'application/pdf' })
       const files = suite.ctx.services.files
-      await assert.rejects(files.requireUploadedFile(organizationId, userId, file.id), (error: ApiError) => error.status === 409 && error.code === 'file_invalid')
+      await assert.rejects(files.requireUploadedFile(organizationId, userId, file.id), (error) => error instanceof DomainError && error.code === 'file_invalid')
       assert.equal((await upload(file.upload.url, file.upload.formData, { data: Buffer.from('%PDF-1.7 '.repeat(10)), contentType: 'application/pdf' })).status, 204)
       assert.deepEqual(await files.requireUploadedFile(organizationId, userId, file.id), { id: file.id, category: 'document', contentType: 'application/pdf' })
-      const notFound = (error: ApiError) => error.status === 404 && error.code === 'entity_not_found' && error.details?.entity === 'file'
+      const notFound = (error: unknown) => error instanceof DomainError && error.code === 'entity_not_found' && error.details?.entity === 'file'
       await assert.rejects(files.requireUploadedFile(organizationId, await newUser(), file.id), notFound)
       await assert.rejects(files.requireUploadedFile(randomUUID(), userId, file.id), notFound)
       await assert.rejects(files.requireUploadedFile(organizationId, userId, randomUUID()), notFound)

@@ -1,4 +1,13 @@
-/** The one error type services throw; the error handler turns it into `{code, message, details?}`. */
+import * as domain from '../lib/errors.ts'
+import type { DomainError, ErrorBody, RequestContext, Violation } from '../lib/errors.ts'
+import { statusOf } from './error-catalogue.ts'
+
+export type { ErrorBody, RequestContext, Violation }
+
+/**
+ * An error that is an HTTP matter (a malformed request, a missing token, the transport's limits): it carries
+ * its status and headers. Services raise `DomainError` (src/lib/errors.ts) instead, which the catalogue maps.
+ */
 export class ApiError extends Error {
   readonly status: number
   readonly code: string
@@ -32,43 +41,15 @@ export class OAuthError extends Error {
   }
 }
 
-export interface ErrorBody {
-  code: string
-  message: string
-  details?: Record<string, unknown>
-}
-
-export interface Violation {
-  property: string
-  rule: string
-  ruleParams?: Record<string, unknown>
-}
-
-export type RequestContext = 'body' | 'query' | 'params' | 'headers'
-
-const entityNames: Record<string, string> = {
-  'external-account': 'external account',
-  'request-for-information': 'request for information',
-}
-
-export function notFound(entity: string, details: Record<string, unknown> = {}): ApiError {
-  const name = entityNames[entity] ?? entity.replace(/-/g, ' ')
-  return new ApiError(404, 'entity_not_found', `The ${name} cannot be found`, { ...details, entity })
+/** A refusal the edge makes itself, worded as the domain's (src/lib/errors.ts), with the catalogue's status. */
+function atEdge(error: DomainError): ApiError {
+  return new ApiError(statusOf(error.code), error.code, error.message, error.details)
 }
 
 export function requestInvalid(context: RequestContext, violations: Violation[]): ApiError {
-  return new ApiError(400, 'request_invalid', 'The request has missing or invalid parameters', { context, violations })
+  return atEdge(domain.requestInvalid(context, violations))
 }
 
-export function conflict(code: string, message: string, details?: Record<string, unknown>): ApiError {
-  return new ApiError(409, code, message, details)
-}
-
-export function operationNotAllowed(message: string, reasons?: string[]): ApiError {
-  return new ApiError(409, 'operation_not_allowed', message, reasons ? { reasons } : undefined)
-}
-
-/** The specification gives threshold limits as strings (§2.1). */
 export function contentTooLarge(unit: 'characters' | 'bytes', limit: number, message: string): ApiError {
-  return new ApiError(413, 'content_too_large', message, { threshold: { unit, limit: String(limit) } })
+  return atEdge(domain.contentTooLarge(unit, limit, message))
 }

@@ -1,7 +1,7 @@
 import type { AccountRow, Db, Tx } from '../../db/schema.ts'
-import { ApiError, notFound, type ErrorBody } from '../../http/errors.ts'
 import { pageWindow, type PageWindow, type PaginationParams } from '../../http/pagination.ts'
 import type { Principal } from '../../http/principal.ts'
+import { DomainError, notFound, type ErrorBody } from '../../lib/errors.ts'
 import { uuidv7 } from '../../lib/ids.ts'
 import { recordEvent, recordEvents } from '../events/outbox.ts'
 import type { AccountBalance, LedgerService } from '../ledger/ledger.service.ts'
@@ -57,7 +57,7 @@ export class AccountsService {
   async create(principal: Principal, input: CreateAccountBody): Promise<{ account: Account; errors?: { metadata: ErrorBody } }> {
     const ownerId = actingUser(principal)
     if (!(await this.assets.mayHold(principal, input.asset))) {
-      throw new ApiError(409, 'asset_not_supported', 'The asset is not supported', { context: 'body', property: 'asset' })
+      throw new DomainError('asset_not_supported', 'The asset is not supported', { details: { context: 'body', property: 'asset' } })
     }
     const now = new Date()
     const row: AccountRow = {

@@ -1,4 +1,4 @@
-import { ApiError, notFound, OAuthError, requestInvalid } from '../../http/errors.ts'
+import { ApiError, OAuthError } from '../../http/errors.ts'
 import {
   ACT_ON_BEHALF_OF_SCOPE,
   parseOnBehalfOf,
@@ -9,6 +9,7 @@ import {
   type Principal,
   type RouteAuth,
 } from '../../http/principal.ts'
+import { DomainError, notFound, requestInvalid } from '../../lib/errors.ts'
 import type { ClientsService } from './clients.service.ts'
 import { grantedScopes } from './clients.service.ts'
 import { TokenVerificationError, type AccessTokenClaims, type TokenSigner } from './tokens.ts'
@@ -135,7 +136,7 @@ export class AuthService {
     const base = { organizationId: claims.organizationId, clientId: claims.clientId, scopes }
 
     if (await this.clients.isRevoked(claims.clientId)) {
-      throw new ApiError(401, 'token_revoked', 'The access token has been revoked')
+      throw new DomainError('token_revoked', 'The access token has been revoked')
     }
 
     if (headers.onBehalfOf === undefined) {
@@ -164,6 +165,7 @@ export class AuthService {
     return { ...base, subject, userId: target.id }
   }
 
+  /** Refuses with ApiErrors rather than domain errors: the refusals carry the RFC 6750 `WWW-Authenticate` challenge, a header. */
   private async verifyBearer(authorization: string | undefined): Promise<AccessTokenClaims> {
     // The scheme is case-insensitive (RFC 9110 §11.1); the token's own syntax is checked by its verification.
     const token = authorization !== undefined && /^bearer /i.test(authorization) ? authorization.slice(7).trim() : ''

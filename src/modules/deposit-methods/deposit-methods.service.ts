@@ -1,7 +1,7 @@
 import { isUniqueViolation } from '../../db/errors.ts'
 import type { DepositMethodRow, Db, Executor } from '../../db/schema.ts'
-import { ApiError } from '../../http/errors.ts'
 import type { Principal } from '../../http/principal.ts'
+import { DomainError } from '../../lib/errors.ts'
 import { uuidv7 } from '../../lib/ids.ts'
 import type { Account } from '../accounts/accounts.schemas.ts'
 import type { Chain } from '../reference/addresses.ts'
@@ -82,7 +82,7 @@ export class DepositMethodsService {
     this.checkRail(account, query)
     const row = await repository.findForAccount(this.db, principal.organizationId, account.id, methodNetwork(query.network))
     if (!row) {
-      throw new ApiError(404, 'entity_not_found', 'A deposit method for the specified type, asset and network cannot be found', { entity: 'depositMethod' })
+      throw new DomainError('entity_not_found', 'A deposit method for the specified type, asset and network cannot be found', { details: { entity: 'depositMethod' } })
     }
     return this.present(await this.provision(row), query.network)
   }
@@ -161,16 +161,16 @@ export class DepositMethodsService {
   /** The rail of the request; the asset must be the account's own. */
   private checkRail(account: Account, query: DepositMethodQuery): Rail {
     const rail = this.rails.list({ type: [query.type], network: [query.network], asset: [query.asset] })[0]
-    if (!rail) throw new ApiError(404, 'entity_not_found', 'A rail for the specified type, asset and network cannot be found', { entity: 'rail' })
+    if (!rail) throw new DomainError('entity_not_found', 'A rail for the specified type, asset and network cannot be found', { details: { entity: 'rail' } })
     if (!rail.features.includes('deposit')) {
-      throw new ApiError(409, 'rail_feature_not_available', 'The \'deposit\' feature is not available for the rail', { feature: 'deposit' })
+      throw new DomainError('rail_feature_not_available', 'The \'deposit\' feature is not available for the rail', { details: { feature: 'deposit' } })
     }
     if (query.asset !== account.asset) {
       // Depositing another asset would be a conversion on arrival, which deposit methods do not offer.
-      throw new ApiError(409, 'asset_not_supported', 'Deposits into this account must be in the account\'s asset', { context: 'query', property: 'asset' })
+      throw new DomainError('asset_not_supported', 'Deposits into this account must be in the account\'s asset', { details: { context: 'query', property: 'asset' } })
     }
     if (query.type === 'bank' && (!this.banksUsable || this.banks[methodNetwork(query.network) as keyof DepositBanks] === undefined)) {
-      throw new ApiError(409, 'rail_feature_not_available', 'Bank deposits over this network are not set up on this deployment', { feature: 'deposit' })
+      throw new DomainError('rail_feature_not_available', 'Bank deposits over this network are not set up on this deployment', { details: { feature: 'deposit' } })
     }
     return rail
   }

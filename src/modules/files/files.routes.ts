@@ -1,9 +1,9 @@
 import multipart from '@fastify/multipart'
 import Type from 'typebox'
-import { ApiError, contentTooLarge } from '../../http/errors.ts'
 import { REPLAYED_RESPONSE_HEADER } from '../../http/idempotency.ts'
 import { ActingRequestHeaders, described, ErrorBody, errorResponses } from '../../http/schemas.ts'
 import { principalOf, type App } from '../../http/types.ts'
+import { contentTooLarge, DomainError } from '../../lib/errors.ts'
 import {
   CreateFileBody,
   CreateFileHeaders,
@@ -23,12 +23,12 @@ const tags = ['Files']
 const FORM_LIMITS = { fields: 8, fieldSize: 8192, files: 1, parts: 9, headerPairs: 100 }
 
 /** A form the parser could not read (truncated, malformed, too many parts) is the client's mistake, not ours. */
-function malformedForm(error: unknown, largestFileSize: number): ApiError {
-  if (error instanceof ApiError) return error
+function malformedForm(error: unknown, largestFileSize: number): DomainError {
+  if (error instanceof DomainError) return error
   const code = (error as { code?: unknown }).code
   if (code === 'FST_REQ_FILE_TOO_LARGE') return contentTooLarge('bytes', largestFileSize, `The file is larger than ${largestFileSize} bytes`)
   const reason = error instanceof Error ? error.message : 'unreadable'
-  return new ApiError(400, 'request_invalid', `The multipart form cannot be read: ${reason}`, { context: 'body', violations: [{ property: '', rule: 'multipart' }] })
+  return new DomainError('request_invalid', `The multipart form cannot be read: ${reason}`, { details: { context: 'body', violations: [{ property: '', rule: 'multipart' }] } })
 }
 
 export function filesRoutes(files: FilesService) {
@@ -159,7 +159,7 @@ export function filesRoutes(files: FilesService) {
           },
         },
         async (request, reply) => {
-          if (!request.isMultipart()) throw new ApiError(415, 'content_type_unsupported', 'The request content type is not supported; send multipart/form-data')
+          if (!request.isMultipart()) throw new DomainError('content_type_unsupported', 'The request content type is not supported; send multipart/form-data')
           const part = await request.file({ limits: { ...FORM_LIMITS, fileSize: files.largestFileSize + 1 } }).catch((error: unknown) => {
             throw malformedForm(error, files.largestFileSize)
           })

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import type { Readable } from 'node:stream'
 import type { Db, FileRow } from '../../db/schema.ts'
-import { ApiError, conflict, contentTooLarge, notFound, requestInvalid, type ErrorBody } from '../../http/errors.ts'
 import type { Principal } from '../../http/principal.ts'
+import { conflict, contentTooLarge, DomainError, notFound, requestInvalid, type ErrorBody } from '../../lib/errors.ts'
 import { isUuid, uuidv7 } from '../../lib/ids.ts'
 import { ContentTooLargeError, type FileStorage } from '../../providers/storage/file-storage.ts'
 import { recordEvent } from '../events/outbox.ts'
@@ -37,16 +37,16 @@ export function normalizeContentType(value: string): string {
   return value.split(';')[0]!.trim().toLowerCase()
 }
 
-function signatureProblem(verified: Exclude<Verified<unknown>, { ok: unknown }>, what: 'upload form' | 'download link'): ApiError {
+function signatureProblem(verified: Exclude<Verified<unknown>, { ok: unknown }>, what: 'upload form' | 'download link'): DomainError {
   if (verified.problem === 'expired') {
-    return new ApiError(403, 'signature_expired', `The ${what} expired at ${verified.expiresAt!.toISOString()}; request a new one`, {
-      expiredAt: verified.expiresAt!.toISOString(),
+    return new DomainError('signature_expired', `The ${what} expired at ${verified.expiresAt!.toISOString()}; request a new one`, {
+      details: { expiredAt: verified.expiresAt!.toISOString() },
     })
   }
-  return new ApiError(403, 'signature_invalid', `The ${what} signature is invalid: it was altered or not issued by this service`)
+  return new DomainError('signature_invalid', `The ${what} signature is invalid: it was altered or not issued by this service`)
 }
 
-function contentTypeNotAllowed(): ApiError {
+function contentTypeNotAllowed(): DomainError {
   return conflict('file_content_type_not_allowed', 'The file content type is not allowed for the specified category')
 }
 
@@ -167,7 +167,7 @@ export class FilesService {
     if (!('ok' in verified)) throw signatureProblem(verified, 'upload form')
     const policy = verified.ok
     if (form.fields.key !== policy.fileId || fileId.toLowerCase() !== policy.fileId) {
-      throw new ApiError(403, 'signature_invalid', 'The upload form belongs to another file')
+      throw new DomainError('signature_invalid', 'The upload form belongs to another file')
     }
 
     const row = await repository.findFile(this.db, policy.organizationId, policy.fileId)
@@ -176,7 +176,7 @@ export class FilesService {
     if (form.file === null) throw requestInvalid('body', [{ property: 'file', rule: 'required' }])
     const sent = normalizeContentType(form.file.contentType)
     if (sent !== policy.contentType) {
-      throw new ApiError(415, 'content_type_unsupported', `The file part's content type must be ${policy.contentType}, as declared when the file was created (got ${sent || 'none'})`)
+      throw new DomainError('content_type_unsupported', `The file part's content type must be ${policy.contentType}, as declared when the file was created (got ${sent || 'none'})`)
     }
     if (!this.settingsOf(row.category)?.allowedContentTypes.includes(sent)) throw contentTypeNotAllowed()
 
@@ -191,9 +191,8 @@ export class FilesService {
     }
     if (size < policy.minSize) {
       await this.storage.delete(storageKey)
-      throw new ApiError(400, 'request_invalid', `The file is smaller than ${policy.minSize} bytes`, {
-        context: 'body',
-        violations: [{ property: 'file', rule: 'minLength', ruleParams: { limit: policy.minSize, unit: 'bytes' } }],
+      throw new DomainError('request_invalid', `The file is smaller than ${policy.minSize} bytes`, {
+        details: { context: 'body', violations: [{ property: 'file', rule: 'minLength', ruleParams: { limit: policy.minSize, unit: 'bytes' } }] },
       })
     }
 
@@ -226,7 +225,7 @@ export class FilesService {
     const verified = verifyDownload(this.downloadKey, token, new Date())
     if (!('ok' in verified)) throw signatureProblem(verified, 'download link')
     const grant = verified.ok
-    if (fileId.toLowerCase() !== grant.fileId) throw new ApiError(403, 'signature_invalid', 'The download link belongs to another file')
+    if (fileId.toLowerCase() !== grant.fileId) throw new DomainError('signature_invalid', 'The download link belongs to another file')
     const row = await repository.findFile(this.db, grant.organizationId, grant.fileId)
     const stored = row?.storage_key ? await this.storage.get(row.storage_key) : null
     if (!row || !stored) throw notFound('file', { fileId })

@@ -1,4 +1,4 @@
-import type { Violation } from '../../http/errors.ts'
+import type { Violation } from '../../lib/errors.ts'
 
 /** How a secret is shown (spec §2.12): its first four characters, then four asterisks. */
 export function maskSecret(secret: string): string {

@@ -1,6 +1,6 @@
 import type { Db, KycConnectorConfigRow, StoredIntegration } from '../../db/schema.ts'
-import { ApiError, requestInvalid } from '../../http/errors.ts'
 import type { Principal } from '../../http/principal.ts'
+import { DomainError, requestInvalid } from '../../lib/errors.ts'
 import type { Sealer } from '../../lib/sealing.ts'
 import { recordEvent } from '../events/outbox.ts'
 import * as repository from './kyc-connector.repository.ts'
@@ -24,8 +24,8 @@ export interface ProviderConfigView {
 
 type SecretField = 'apiKey' | 'sharedSecretKey'
 
-function configNotFound(): ApiError {
-  return new ApiError(404, 'entity_not_found', 'The provider config cannot be found', { entity: 'provider-config' })
+function configNotFound(): DomainError {
+  return new DomainError('entity_not_found', 'The provider config cannot be found', { details: { entity: 'provider-config' } })
 }
 
 /**
@@ -47,7 +47,7 @@ export class KycConnectorService {
 
   private requireProvider(provider: string): void {
     // Routes exist only for configured providers; this guards callers inside the process.
-    if (!this.providers.includes(provider)) throw new ApiError(404, 'route_not_found', `No identity-verification provider '${provider}' is configured`)
+    if (!this.providers.includes(provider)) throw new DomainError('route_not_found', `No identity-verification provider '${provider}' is configured`)
   }
 
   /** What binds a sealed secret to its place: sealed for one integration, it opens nowhere else. */

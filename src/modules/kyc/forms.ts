@@ -1,7 +1,7 @@
 import { Ajv, type ValidateFunction } from 'ajv'
 import addFormats from 'ajv-formats'
-import type { Violation } from '../../http/errors.ts'
 import { toViolations, type SchemaError } from '../../http/violations.ts'
+import type { Violation } from '../../lib/errors.ts'
 
 /**
  * Form-based KYC processes (self-categorization, due diligence, tax details) are questionnaires served as a JSON

@@ -1,8 +1,9 @@
 import { parsePhoneNumberFromString } from 'libphonenumber-js/max'
 import { isUniqueViolation } from '../../db/errors.ts'
 import type { Db, KycProcessRow, Tx } from '../../db/schema.ts'
-import { ApiError, conflict, notFound, operationNotAllowed, requestInvalid } from '../../http/errors.ts'
+import { ApiError } from '../../http/errors.ts'
 import type { Principal } from '../../http/principal.ts'
+import { conflict, DomainError, notFound, operationNotAllowed, requestInvalid } from '../../lib/errors.ts'
 import type { EvidenceFile, KycProvider, PersonData, PostalAddress } from '../../providers/kyc/kyc-provider.ts'
 import { recordEvent } from '../events/outbox.ts'
 import type { CountriesService } from '../reference/countries.service.ts'
@@ -201,15 +202,15 @@ function answeredOf(record: ProcessRecord): string[] {
   return record.status === 'failed' ? [] : (record.state.answered ?? [])
 }
 
-function throwIf(error: ApiError | null): void {
+function throwIf(error: DomainError | null): void {
   if (error) throw error
 }
 
-function dateInvalid(property: string, message: string, rule: string): ApiError {
-  return new ApiError(409, 'date_invalid', message, { rule, threshold: { limit: 0, unit: 'milliseconds' }, context: 'body', property })
+function dateInvalid(property: string, message: string, rule: string): DomainError {
+  return new DomainError('date_invalid', message, { details: { rule, threshold: { limit: 0, unit: 'milliseconds' }, context: 'body', property } })
 }
 
-function checkFutureTimestamp(property: string, value: string, now: Date): ApiError | null {
+function checkFutureTimestamp(property: string, value: string, now: Date): DomainError | null {
   return Date.parse(value) > now.getTime() ? null : dateInvalid(property, 'The date must be in the future', 'difference-less-than-threshold')
 }
 
@@ -425,7 +426,7 @@ export class KycService {
     const now = new Date()
     if (input.birthdate !== undefined) {
       const error = checkBirthdate(input.birthdate, now)
-      if (error) throw new ApiError(error.status, error.code, error.message, { ...error.details, property: 'input.birthdate' })
+      if (error) throw new DomainError(error.code, error.message, { details: { ...error.details, property: 'input.birthdate' } })
     }
     const unsupported = (property: string) => conflict('country_not_supported', 'The country is not supported', { context: 'body', property })
     if (input.primaryCitizenship !== undefined && !this.countries.supports(input.primaryCitizenship, 'citizenship')) throw unsupported('input.primaryCitizenship')
@@ -637,6 +638,7 @@ export class KycService {
         const current = records.get(code)!
         if (current.status === 'running') await save({ ...current, status: move(code, current.status, { type: 'abort' }) })
       })
+      // Not a DomainError: the edge answers a retryable one with `Retry-After: 1`, too soon for a provider that is down.
       const unavailable = new ApiError(503, 'service_unavailable', `The '${code}' verification could not be completed; submit it again later`, undefined, { 'retry-after': '30' })
       // Kept for the logs; the client only learns that it may retry.
       unavailable.cause = error

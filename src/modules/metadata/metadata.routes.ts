@@ -1,10 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import Type from 'typebox'
 import { formatEntityTag } from '../../http/conditional.ts'
-import { ApiError } from '../../http/errors.ts'
 import type { ScopesByParam, Subject } from '../../http/principal.ts'
 import { described, errorResponses } from '../../http/schemas.ts'
 import { principalOf, type App } from '../../http/types.ts'
+import { DomainError } from '../../lib/errors.ts'
 import {
   ETAG_HEADER,
   GetMetadataHeaders,
@@ -29,7 +29,7 @@ function scopes(access: 'read' | 'write'): ScopesByParam {
 function requireMediaType(expected: string) {
   return async (request: FastifyRequest) => {
     const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase()
-    if (type !== expected) throw new ApiError(415, 'content_type_unsupported', `The request content type is not supported; send ${expected}`)
+    if (type !== expected) throw new DomainError('content_type_unsupported', `The request content type is not supported; send ${expected}`)
   }
 }
 

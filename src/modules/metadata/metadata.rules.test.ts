@@ -16,7 +16,7 @@ test('metadata of exactly the limit is accepted, with its text', () => {
 test('one character more is content_too_large with the threshold', () => {
   const result = checkMetadata({ note: 'x'.repeat(METADATA_MAX_CHARACTERS - 10) })
   assert.ok('error' in result)
-  assert.equal(result.error.status, 413)
+  assert.equal(result.error.code, 'content_too_large')
   assert.deepEqual(result.error.toBody().details, { threshold: { unit: 'characters', limit: '1024' } })
 })
 

@@ -1,7 +1,7 @@
 import type { Db, Executor } from '../../db/schema.ts'
 import { conditionMatches, parseEntityTags, type EntityTagCondition } from '../../http/conditional.ts'
-import { ApiError, notFound, requestInvalid } from '../../http/errors.ts'
 import type { Principal } from '../../http/principal.ts'
+import { DomainError, notFound, requestInvalid } from '../../lib/errors.ts'
 import { sha256Hex } from '../../lib/secrets.ts'
 import { applyJsonPatch } from './json-patch.ts'
 import * as repository from './metadata.repository.ts'
@@ -44,12 +44,12 @@ function resultOf(revision: MetadataRevision): MetadataResult {
   return { metadata: JSON.parse(revision.text) as Record<string, unknown>, etag: revision.etag }
 }
 
-function metadataNotFound(): ApiError {
-  return new ApiError(404, 'entity_not_found', 'The entity metadata cannot be found', { entity: 'metadata' })
+function metadataNotFound(): DomainError {
+  return new DomainError('entity_not_found', 'The entity metadata cannot be found', { details: { entity: 'metadata' } })
 }
 
-function preconditionFailed(message = 'The If-Match header value does not match the current metadata'): ApiError {
-  return new ApiError(412, 'precondition_failed', message)
+function preconditionFailed(message = 'The If-Match header value does not match the current metadata'): DomainError {
+  return new DomainError('precondition_failed', message)
 }
 
 function condition(header: string | undefined, name: 'if-match' | 'if-none-match'): EntityTagCondition | undefined {
@@ -132,15 +132,17 @@ export class MetadataService {
       const outcome = applyJsonPatch(JSON.parse(current.text), operations)
       if ('failure' in outcome) {
         const { index, operation, reason } = outcome.failure
-        throw new ApiError(422, 'json_patch_failed', 'The entity metadata patch operation failed to apply', {
-          ...(index !== undefined || operation ? { operation: { ...(index !== undefined ? { index } : {}), ...operation } } : {}),
-          reason,
+        throw new DomainError('json_patch_failed', 'The entity metadata patch operation failed to apply', {
+          details: {
+            ...(index !== undefined || operation ? { operation: { ...(index !== undefined ? { index } : {}), ...operation } } : {}),
+            reason,
+          },
         })
       }
       const patched = outcome.document
       if (patched === null || typeof patched !== 'object' || Array.isArray(patched) || Object.keys(patched).length === 0) {
-        throw new ApiError(422, 'json_patch_failed', 'The entity metadata patch operation failed to apply', {
-          reason: 'The patched metadata must remain a JSON object with at least one property',
+        throw new DomainError('json_patch_failed', 'The entity metadata patch operation failed to apply', {
+          details: { reason: 'The patched metadata must remain a JSON object with at least one property' },
         })
       }
       const text = JSON.stringify(patched)
@@ -169,7 +171,7 @@ export async function attachInitialMetadata(
   key: MetadataKey,
   value: unknown,
   at: Date,
-): Promise<ApiError | null> {
+): Promise<DomainError | null> {
   const checked = checkMetadata(value)
   if ('error' in checked) return checked.error
   await repository.insertMetadata(tx, key, revisionOf(checked.text), at)

@@ -1,4 +1,4 @@
-import { notFound } from '../../http/errors.ts'
+import { notFound } from '../../lib/errors.ts'
 import {
   COUNTRY_RESTRICTION_SCOPES,
   type Country,

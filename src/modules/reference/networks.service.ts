@@ -1,4 +1,4 @@
-import { ApiError, notFound } from '../../http/errors.ts'
+import { DomainError, notFound } from '../../lib/errors.ts'
 import { validateAddress, type AddressCheck, type AddressFamily, type Chain } from './addresses.ts'
 import type { Network, NetworkDefinition } from './networks.schemas.ts'
 import { ReferenceDataError } from './reference-data.ts'
@@ -78,7 +78,7 @@ export class NetworksService {
     const definition = this.definitions.get(code)
     if (!definition) throw notFound('network')
     if (definition.type !== 'crypto' || !definition.addressFamily) {
-      throw new ApiError(409, 'operation_not_allowed', 'Network must be a crypto network')
+      throw new DomainError('operation_not_allowed', 'Network must be a crypto network')
     }
     return validateAddress(definition.addressFamily, this.chain, address, reference)
   }

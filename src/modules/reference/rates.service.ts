@@ -1,5 +1,5 @@
 import type { Db } from '../../db/schema.ts'
-import { ApiError, notFound, requestInvalid } from '../../http/errors.ts'
+import { DomainError, notFound, requestInvalid } from '../../lib/errors.ts'
 import type { PriceFeed, UsdQuote } from '../../providers/prices/price-feed.ts'
 import type { AssetCatalogue } from './assets.service.ts'
 import { convertAmount, crossRate, historyBuckets, INTERVAL_STEPS, type HistoryInterval, type Rate, type RoundingMode } from './rates.ts'
@@ -59,9 +59,8 @@ export class RatesService {
     if (!this.catalogue.find(code)) throw notFound('asset', { ...origin })
     const quote = await this.usdQuote(code, at)
     if (quote === null) {
-      throw new ApiError(409, 'asset_not_supported', 'The asset is not supported', {
-        ...(origin.context === 'path' ? { context: 'path', property: 'asset' } : origin),
-        asset: code,
+      throw new DomainError('asset_not_supported', 'The asset is not supported', {
+        details: { ...(origin.context === 'path' ? { context: 'path', property: 'asset' } : origin), asset: code },
       })
     }
     return quote

@@ -1,4 +1,4 @@
-import { ApiError } from '../../http/errors.ts'
+import { DomainError } from '../../lib/errors.ts'
 import { ReferenceDataError } from '../reference/reference-data.ts'
 import type { ListTermsOfServiceQuery, TermsOfServiceDefinition } from './terms-of-service.schemas.ts'
 
@@ -38,10 +38,10 @@ export interface Acceptor {
   country: string | undefined
 }
 
-const notApplicable = (message: string) => new ApiError(409, 'operation_not_allowed', message, { reasons: ['terms-of-service-not-applicable'] })
+const notApplicable = (message: string) => new DomainError('operation_not_allowed', message, { details: { reasons: ['terms-of-service-not-applicable'] } })
 
 /** Why the user may not accept the terms, or null when they may. */
-export function checkApplicable(terms: TermsOfServiceDefinition, user: Acceptor): ApiError | null {
+export function checkApplicable(terms: TermsOfServiceDefinition, user: Acceptor): DomainError | null {
   if (terms.userTypes !== undefined && !terms.userTypes.includes(user.type)) {
     return notApplicable(`The terms of service cannot be accepted by users of type '${user.type}'`)
   }

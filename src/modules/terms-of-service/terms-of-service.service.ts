@@ -1,6 +1,6 @@
 import type { Db, Executor } from '../../db/schema.ts'
-import { notFound, operationNotAllowed } from '../../http/errors.ts'
 import type { Principal } from '../../http/principal.ts'
+import { notFound, operationNotAllowed } from '../../lib/errors.ts'
 import { recordEvent } from '../events/outbox.ts'
 import * as repository from './terms-of-service.repository.ts'
 import { checkApplicable, checkCatalogue, matchesFilters, type Acceptor } from './terms-of-service.rules.ts'

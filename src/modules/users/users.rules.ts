@@ -1,4 +1,4 @@
-import { ApiError } from '../../http/errors.ts'
+import { DomainError } from '../../lib/errors.ts'
 
 export const MINIMUM_AGE_YEARS = 18
 export const MAXIMUM_AGE_YEARS = 100
@@ -13,32 +13,38 @@ function yearsBefore(now: Date, years: number): string {
 }
 
 /** The user must be an adult and plausibly alive: born 18 to 100 years ago. */
-export function checkBirthdate(birthdate: string, now: Date): ApiError | null {
+export function checkBirthdate(birthdate: string, now: Date): DomainError | null {
   if (birthdate > yearsBefore(now, MINIMUM_AGE_YEARS)) {
-    return new ApiError(409, 'date_invalid', `The date must be older than or equal to ${MINIMUM_AGE_YEARS} years ago`, {
-      context: 'body',
-      property: 'birthdate',
-      rule: 'difference-greater-than-or-equal-to-threshold',
-      threshold: { limit: MINIMUM_AGE_YEARS, unit: 'years' },
+    return new DomainError('date_invalid', `The date must be older than or equal to ${MINIMUM_AGE_YEARS} years ago`, {
+      details: {
+        context: 'body',
+        property: 'birthdate',
+        rule: 'difference-greater-than-or-equal-to-threshold',
+        threshold: { limit: MINIMUM_AGE_YEARS, unit: 'years' },
+      },
     })
   }
   if (birthdate < yearsBefore(now, MAXIMUM_AGE_YEARS)) {
-    return new ApiError(409, 'date_invalid', `The date must be newer than or equal to ${MAXIMUM_AGE_YEARS} years from now`, {
-      context: 'body',
-      property: 'birthdate',
-      rule: 'difference-less-than-or-equal-to-threshold',
-      threshold: { limit: MAXIMUM_AGE_YEARS, unit: 'years' },
+    return new DomainError('date_invalid', `The date must be newer than or equal to ${MAXIMUM_AGE_YEARS} years from now`, {
+      details: {
+        context: 'body',
+        property: 'birthdate',
+        rule: 'difference-less-than-or-equal-to-threshold',
+        threshold: { limit: MAXIMUM_AGE_YEARS, unit: 'years' },
+      },
     })
   }
   return null
 }
 
-export function checkPastTimestamp(property: string, value: string, now: Date): ApiError | null {
+export function checkPastTimestamp(property: string, value: string, now: Date): DomainError | null {
   if (Date.parse(value) < now.getTime()) return null
-  return new ApiError(409, 'date_invalid', 'The date must be in the past', {
-    context: 'body',
-    property,
-    rule: 'difference-greater-than-threshold',
-    threshold: { limit: 0 },
+  return new DomainError('date_invalid', 'The date must be in the past', {
+    details: {
+      context: 'body',
+      property,
+      rule: 'difference-greater-than-threshold',
+      threshold: { limit: 0 },
+    },
   })
 }

@@ -1,8 +1,8 @@
 import type { ChangeFeed } from '../../db/changes.ts'
 import type { Db, Executor, UserRow } from '../../db/schema.ts'
 import { InvalidatedCache } from '../../lib/cache.ts'
+import { conflict, notFound, operationNotAllowed, type DomainError, type ErrorBody } from '../../lib/errors.ts'
 import { isUniqueViolation } from '../../db/errors.ts'
-import { conflict, notFound, operationNotAllowed, type ApiError, type ErrorBody } from '../../http/errors.ts'
 import type { Principal } from '../../http/principal.ts'
 import { uuidv7 } from '../../lib/ids.ts'
 import { attachInitialMetadata } from '../metadata/metadata.service.ts'
@@ -80,7 +80,7 @@ export function toUser(row: UserRow): User {
   })
 }
 
-function checkBusinessRules(input: CreateUserBody, now: Date): ApiError | null {
+function checkBusinessRules(input: CreateUserBody, now: Date): DomainError | null {
   if (input.type === 'individual' && 'birthdate' in input && input.birthdate !== undefined) {
     const error = checkBirthdate(input.birthdate, now)
     if (error) return error
