@@ -224,7 +224,7 @@ for (const engine of ENGINES) {
       const second = await quoted(suite.ctx, suite.token, userId, quoteBody(eurAccount, btcAccount, 'EUR', '80'))
       assert.equal((await commit(suite.ctx, suite.token, userId, first.id)).status, 201)
       const before = await snapshot(suite.ctx)
-      assertError(await commit(suite.ctx, suite.token, userId, second.id), 409, 'insufficient_balance')
+      assert.deepEqual(assertError(await commit(suite.ctx, suite.token, userId, second.id), 409, 'insufficient_balance'), { context: 'body', property: 'origin' })
       assert.equal(await snapshot(suite.ctx), before)
       // The quote was not used up by the refusal: once funded, it executes.
       await fund(suite.ctx, userId, eurAccount, 'EUR', '100')

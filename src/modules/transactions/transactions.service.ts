@@ -1,7 +1,7 @@
 import type { Db, Executor, TransactionRow, Tx } from '../../db/schema.ts'
 import { pageWindow, type PageWindow, type PaginationParams } from '../../http/pagination.ts'
 import type { Principal } from '../../http/principal.ts'
-import { notFound, type ErrorBody } from '../../lib/errors.ts'
+import { DomainError, notFound, type ErrorBody } from '../../lib/errors.ts'
 import { isUuid, uuidv7 } from '../../lib/ids.ts'
 import { recordEvents } from '../events/outbox.ts'
 import { formatAmount } from '../ledger/ledger.service.ts'
@@ -161,7 +161,15 @@ export class TransactionsService {
         quoted_at: quote.created_at,
         created_at: at,
       })
-      await flow.start(tx, { organizationId: principal.organizationId, id: row.id, data: {}, inline: 1 })
+      try {
+        await flow.start(tx, { organizationId: principal.organizationId, id: row.id, data: {}, inline: 1 })
+      } catch (error) {
+        // The ledger names its account; the API names the request's part, as the reference does.
+        if (error instanceof DomainError && error.code === 'insufficient_balance') {
+          throw new DomainError('insufficient_balance', error.message, { details: { context: 'body', property: 'origin' } })
+        }
+        throw error
+      }
       const metadataError = body.metadata !== undefined
         ? await attachInitialMetadata(tx, { organizationId: principal.organizationId, entityType: 'transactions', entityId: row.id }, body.metadata, at)
         : null
