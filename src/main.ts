@@ -1,15 +1,14 @@
 import { parseArgs } from 'node:util'
-import { buildApp, loggerOptions } from './app.ts'
+import { pino, type Logger } from 'pino'
+import { buildApi, loggerOptions } from './app.ts'
 import { ConfigError, loadConfig, type Config } from './config.ts'
+import { buildContainer, type Container } from './container.ts'
 import { ChangeFeed } from './db/changes.ts'
 import { migrateToLatest, openDatabase, type DatabaseHandle } from './db/database.ts'
 import { DataDirBusyError, loadOrCreateSecrets, lockDataDir } from './lib/data-dir.ts'
-import { ClientInputError, ClientsService } from './modules/auth/clients.service.ts'
-import { ScopeCatalogue } from './modules/auth/scopes.ts'
-import { checkLedger } from './modules/ledger/ledger.service.ts'
-import { ReferenceDataError } from './modules/reference/reference-data.ts'
-import type { App } from './http/types.ts'
-import type { Worker } from './jobs/worker.ts'
+import { ClientInputError, ClientsService, ScopeCatalogue } from './modules/auth/index.ts'
+import { checkLedger } from './modules/ledger/index.ts'
+import { ReferenceDataError } from './modules/reference/index.ts'
 
 const USAGE = `Usage: tessera [command]
 
@@ -56,22 +55,25 @@ function roleOf(args: string[]): Role {
 async function serve(config: Config, role: Role): Promise<void> {
   const { database, release } = await openForCommand(config, 'stop the running server before starting another one on the same directory.')
   const secrets = loadOrCreateSecrets(config.dataDir, config)
-  const { app, services } = await buildApp({ config, database, secrets, logger: loggerOptions(config.logLevel), onClose: release })
+  const logger = pino(loggerOptions(config.logLevel))
+  const container = await buildContainer({ config, database, secrets, logger, onClose: release })
 
-  if (role === 'worker') return work(app, services.worker, config)
+  if (role === 'worker') return work(container, logger)
+  const { services } = container
+  const app = await buildApi(container, logger)
   const initial = await services.clients.ensureInitialClient(
     config.initialClientId && config.initialClientSecret ? { clientId: config.initialClientId, clientSecret: config.initialClientSecret } : null,
     config.environment === 'sandbox',
   )
 
   let stopPrices: () => Promise<void> = async () => {}
-  // Price recording writes to the database, so it stops before the app closes it.
-  exitOnSignals(app, 'shutting down: finishing in-flight requests', config.shutdownTimeoutMs, () => stopPrices())
+  // Price recording writes to the database, so it stops before the app closes (closing the app closes the database).
+  exitOnSignals(logger, 'shutting down: finishing in-flight requests', config.shutdownTimeoutMs, () => stopPrices().then(() => app.close()))
 
   await app.listen({ host: config.host, port: config.port })
   if (role === 'all') services.worker.start()
   // Prices are recorded every minute (and history back-filled once) so that historical rates have points.
-  stopPrices = services.rates.startRecording((error) => app.log.error({ err: error }, 'price recording failed'))
+  stopPrices = services.rates.startRecording((error) => logger.error({ err: error }, 'price recording failed'))
   const baseUrl = config.publicUrl
   const lines = [
     '',
@@ -94,24 +96,24 @@ async function serve(config: Config, role: Role): Promise<void> {
 }
 
 /**
- * On the first SIGTERM or SIGINT: runs `before`, closes the app (which lets in-flight work finish) and exits 0, or
- * exits 1 when that fails or takes longer than `timeoutMs`.
+ * On the first SIGTERM or SIGINT: runs `close` (which lets in-flight work finish) and exits 0, or exits 1 when
+ * that fails or takes longer than `timeoutMs`.
  */
-function exitOnSignals(app: App, message: string, timeoutMs: number, before: () => Promise<void> = async () => {}): void {
+function exitOnSignals(logger: Logger, message: string, timeoutMs: number, close: () => Promise<void>): void {
   let closing = false
   const shutdown = (signal: string) => {
     if (closing) return
     closing = true
-    app.log.info({ signal }, message)
+    logger.info({ signal }, message)
     const timer = setTimeout(() => {
-      app.log.error('shutdown timed out; exiting')
+      logger.error('shutdown timed out; exiting')
       process.exit(1)
     }, timeoutMs)
     timer.unref()
-    before().then(() => app.close()).then(
+    close().then(
       () => process.exit(0),
       (error: unknown) => {
-        app.log.error({ err: error }, 'shutdown failed')
+        logger.error({ err: error }, 'shutdown failed')
         process.exit(1)
       },
     )
@@ -120,12 +122,13 @@ function exitOnSignals(app: App, message: string, timeoutMs: number, before: () 
   process.on('SIGINT', () => shutdown('SIGINT'))
 }
 
-/** The worker role: no HTTP listener, only the job loop, until SIGTERM or SIGINT. */
-function work(app: App, worker: Worker, config: Config): void {
+/** The worker role: the container's job loop and no HTTP server, until SIGTERM or SIGINT. */
+function work(container: Container, logger: Logger): void {
+  const { config, services } = container
   // Running jobs get the shutdown timeout to finish, and a few seconds more to be given back.
-  exitOnSignals(app, 'shutting down: finishing or releasing running jobs', config.shutdownTimeoutMs + 5_000)
-  worker.start()
-  process.stderr.write(`\nTessera ${config.environment} worker ${worker.id} is running background jobs (${config.workerConcurrency} at a time)\n\n`)
+  exitOnSignals(logger, 'shutting down: finishing or releasing running jobs', config.shutdownTimeoutMs + 5_000, () => container.close())
+  services.worker.start()
+  process.stderr.write(`\nTessera ${config.environment} worker ${services.worker.id} is running background jobs (${config.workerConcurrency} at a time)\n\n`)
 }
 
 async function clients(config: Config, args: string[]): Promise<void> {

@@ -5,7 +5,7 @@ import { validateAccountDetails } from 'uk-modulus-check'
 import { buildApp } from '../src/app.ts'
 import { openDatabase } from '../src/db/database.ts'
 import { loadOrCreateSecrets } from '../src/lib/data-dir.ts'
-import { isValidRoutingNumber } from '../src/modules/deposit-methods/bank-numbers.ts'
+import { isValidRoutingNumber } from '../src/lib/bank-numbers.ts'
 import { bearer, ENGINES, testConfig, useApp, type TestContext, type TestResponse } from './helpers.ts'
 
 const UNKNOWN_ID = '0190a8c1-0000-7000-8000-000000000000'

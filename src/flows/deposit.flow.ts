@@ -1,5 +1,5 @@
-import type { LedgerService } from '../modules/ledger/ledger.service.ts'
-import type { TransactionsService } from '../modules/transactions/transactions.service.ts'
+import type { LedgerService } from '../modules/ledger/index.ts'
+import type { TransactionsService } from '../modules/transactions/index.ts'
 import { failureReason } from './failure-reasons.ts'
 import type { FlowHandle, FlowRunner } from './runner.ts'
 

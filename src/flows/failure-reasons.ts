@@ -1,5 +1,5 @@
 import { DomainError } from '../lib/errors.ts'
-import type { TransactionStatusReason } from '../modules/transactions/transactions.schemas.ts'
+import type { TransactionStatusReason } from '../modules/transactions/index.ts'
 
 /**
  * The reason a transaction fails with, from the error that failed its flow: a step may name it

@@ -1,8 +1,8 @@
 import BigNumber from 'bignumber.js'
 import type { Tx } from '../db/schema.ts'
 import { DomainError } from '../lib/errors.ts'
-import type { LedgerService } from '../modules/ledger/ledger.service.ts'
-import type { TransactionsService } from '../modules/transactions/transactions.service.ts'
+import type { LedgerService } from '../modules/ledger/index.ts'
+import type { TransactionsService } from '../modules/transactions/index.ts'
 import { failureReason } from './failure-reasons.ts'
 import type { FlowHandle, FlowRunner } from './runner.ts'
 

@@ -19,6 +19,17 @@ export function findActive(db: Executor, organizationId: string, ownerId: string
     .executeTakeFirst()
 }
 
+/** The asset of an account of the user and when it was archived, archived or not. */
+export function findHolding(db: Executor, organizationId: string, ownerId: string, id: string): Promise<Pick<AccountRow, 'asset' | 'archived_at'> | undefined> {
+  return db
+    .selectFrom('accounts')
+    .select(['asset', 'archived_at'])
+    .where('organization_id', '=', organizationId)
+    .where('owner_id', '=', ownerId)
+    .where('id', '=', id)
+    .executeTakeFirst()
+}
+
 export function findByIds(db: Executor, organizationId: string, ids: readonly string[]): Promise<AccountRow[]> {
   if (ids.length === 0) return Promise.resolve([])
   return db.selectFrom('accounts').selectAll().where('organization_id', '=', organizationId).where('id', 'in', ids).execute()

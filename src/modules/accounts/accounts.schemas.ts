@@ -2,7 +2,7 @@ import Type, { type Static } from 'typebox'
 import { IdempotencyKeyHeader } from '../../http/idempotency.ts'
 import { Pagination, PaginationQuery } from '../../http/pagination.ts'
 import { component, OnBehalfOfHeader, Timestamp, UserContextHeaders, Uuid } from '../../http/schemas.ts'
-import { CreationErrors, InitialMetadata } from '../metadata/metadata.schemas.ts'
+import { CreationErrors, InitialMetadata } from '../metadata/index.ts'
 
 const NoEdgeSpaces = '^\\S.*\\S$|^\\S$'
 

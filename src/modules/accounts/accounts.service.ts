@@ -1,11 +1,11 @@
-import type { AccountRow, Db, Tx } from '../../db/schema.ts'
+import type { AccountRow, Db, Executor, Tx } from '../../db/schema.ts'
 import { pageWindow, type PageWindow, type PaginationParams } from '../../http/pagination.ts'
 import type { Principal } from '../../http/principal.ts'
 import { DomainError, notFound, type ErrorBody } from '../../lib/errors.ts'
 import { uuidv7 } from '../../lib/ids.ts'
-import { recordEvent, recordEvents } from '../events/outbox.ts'
-import type { AccountBalance, LedgerService } from '../ledger/ledger.service.ts'
-import { attachInitialMetadata } from '../metadata/metadata.service.ts'
+import { recordEvent, recordEvents } from '../events/index.ts'
+import type { AccountBalance, LedgerService } from '../ledger/index.ts'
+import { attachInitialMetadata } from '../metadata/index.ts'
 import * as repository from './accounts.repository.ts'
 import type { Account, CreateAccountBody, UpdateAccountBody } from './accounts.schemas.ts'
 
@@ -131,6 +131,15 @@ export class AccountsService {
     if (principal.userId === null) return null
     const row = await repository.findActive(this.db, principal.organizationId, principal.userId, entityId.toLowerCase())
     return row?.id ?? null
+  }
+
+  /**
+   * The asset of an account of the user and whether it is archived, read with `executor`: other modules check an
+   * account this way inside their own database transaction. Undefined when the user has no such account.
+   */
+  async find(executor: Executor, organizationId: string, ownerId: string, accountId: string): Promise<{ asset: string; archived: boolean } | undefined> {
+    const row = await repository.findHolding(executor, organizationId, ownerId, accountId)
+    return row && { asset: row.asset, archived: row.archived_at !== null }
   }
 
   private async withBalances(organizationId: string, rows: readonly AccountRow[]): Promise<Account[]> {

@@ -6,7 +6,7 @@ import { keccak_256 } from '@noble/hashes/sha3.js'
 import { utf8ToBytes } from '@noble/hashes/utils.js'
 import { base58, bech32, createBase58check } from '@scure/base'
 import { encodeAccountID } from 'ripple-address-codec'
-import type { AddressFamily, Chain } from '../reference/addresses.ts'
+import type { AddressFamily, Chain } from '../reference/index.ts'
 
 /**
  * Deposit addresses derived from the deployment's secret. Each address is backed by a real key pair whose

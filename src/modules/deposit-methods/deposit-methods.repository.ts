@@ -54,16 +54,14 @@ export function markProvisioned(db: Executor, organizationId: string, id: string
     .executeTakeFirst()
 }
 
-/** The deposit method, and its account, that a destination of a network names within an organization. */
+/** The deposit method that a destination of a network names within an organization. */
 export function findByDestination(db: Executor, organizationId: string, network: string, destination: string) {
   return db
     .selectFrom('deposit_destinations as d')
     .innerJoin('deposit_methods as m', (join) => join.onRef('m.organization_id', '=', 'd.organization_id').onRef('m.id', '=', 'd.deposit_method_id'))
-    .innerJoin('accounts as a', (join) => join.onRef('a.organization_id', '=', 'm.organization_id').onRef('a.id', '=', 'm.account_id'))
     .select(['m.id as depositMethodId', 'm.account_id as accountId', 'm.owner_id as ownerId', 'm.asset as asset', 'm.status as status', 'm.details as details', 'm.reference as reference'])
     .where('d.organization_id', '=', organizationId)
     .where('d.network', '=', network)
     .where('d.destination', '=', destination)
-    .where('a.archived_at', 'is', null)
     .executeTakeFirst()
 }

@@ -1,6 +1,6 @@
 import { ActingRequestHeaders, described, errorResponses } from '../../http/schemas.ts'
 import { principalOf, type App } from '../../http/types.ts'
-import { AccountParams } from '../accounts/accounts.schemas.ts'
+import { AccountParams } from '../accounts/index.ts'
 import { DepositMethodQuery, DepositMethodResponse } from './deposit-methods.schemas.ts'
 import type { DepositMethodsService } from './deposit-methods.service.ts'
 

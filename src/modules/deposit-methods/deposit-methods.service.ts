@@ -1,22 +1,22 @@
 import { isUniqueViolation } from '../../db/errors.ts'
 import type { DepositMethodRow, Db, Executor } from '../../db/schema.ts'
 import type { Principal } from '../../http/principal.ts'
+import { candidateIban, candidatePaymentReference, candidateUkAccountNumber, candidateUsAccountNumber, ibanOf, isValidRoutingNumber } from '../../lib/bank-numbers.ts'
 import { DomainError } from '../../lib/errors.ts'
 import { uuidv7 } from '../../lib/ids.ts'
-import type { Account } from '../accounts/accounts.schemas.ts'
-import type { Chain } from '../reference/addresses.ts'
-import type { NetworksService } from '../reference/networks.service.ts'
-import type { Rail } from '../reference/rails.schemas.ts'
-import type { RailsService } from '../reference/rails.service.ts'
-import { candidateIban, candidatePaymentReference, candidateUkAccountNumber, candidateUsAccountNumber, ibanOf, isValidRoutingNumber } from './bank-numbers.ts'
+import type { BankRecipient } from '../../providers/rails/rails.ts'
+import type { Account } from '../accounts/index.ts'
+import type { Chain, NetworksService, Rail, RailsService } from '../reference/index.ts'
 import { candidateDestinationTag, derivedAddress, deriveKey, xrpAddress } from './deposit-addresses.ts'
 import * as repository from './deposit-methods.repository.ts'
 import { US_RAILS, type DepositBanks, type DepositBanksFile, type DepositMethod, type DepositMethodDetails, type DepositMethodQuery } from './deposit-methods.schemas.ts'
-import { bankDestination, cryptoDestination, methodNetwork, type BankDestination } from './destinations.ts'
+import { bankDestination, cryptoDestination, methodNetwork } from './destinations.ts'
 
 export interface DepositAccounts {
   /** An active account of the acting user; throws 404 `entity_not_found` (`account`) otherwise. */
   get(principal: Principal, accountId: string): Promise<Account>
+  /** An account of the user, archived or not, read with `executor`; undefined when the user has no such account. */
+  find(executor: Executor, organizationId: string, ownerId: string, accountId: string): Promise<{ archived: boolean } | undefined>
 }
 
 export interface DepositUsers {
@@ -24,7 +24,7 @@ export interface DepositUsers {
 }
 
 /** A deposit's destination as the payer gave it. */
-export type IncomingDestination = ({ type: 'crypto'; network: string; address: string; reference?: string }) | ({ type: 'bank' } & BankDestination)
+export type IncomingDestination = ({ type: 'crypto'; network: string; address: string; reference?: string }) | ({ type: 'bank' } & BankRecipient)
 
 /** The deposit method, and the account owning it, that an incoming deposit's destination names. */
 export interface ResolvedDestination {
@@ -155,6 +155,8 @@ export class DepositMethodsService {
     if (destination.type === 'bank' && 'routingNumber' in destination && destination.routingNumber !== undefined) {
       if ((found.details as { routingNumber?: string }).routingNumber !== destination.routingNumber) return undefined
     }
+    const account = await this.accounts.find(executor, organizationId, found.ownerId, found.accountId)
+    if (!account || account.archived) return undefined
     return { depositMethodId: found.depositMethodId, accountId: found.accountId, ownerId: found.ownerId, asset: found.asset }
   }
 

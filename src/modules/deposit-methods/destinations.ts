@@ -1,6 +1,7 @@
 import { isValidXAddress, xAddressToClassicAddress } from 'ripple-address-codec'
-import type { AddressFamily } from '../reference/addresses.ts'
-import { normalizeIban } from './bank-numbers.ts'
+import { normalizeIban } from '../../lib/bank-numbers.ts'
+import type { BankRecipient } from '../../providers/rails/rails.ts'
+import type { AddressFamily } from '../reference/index.ts'
 
 /**
  * The lookup keys of deposit destinations: one spelling per destination, so that however a payer writes an
@@ -36,13 +37,8 @@ export function cryptoDestination(family: AddressFamily, address: string, refere
   }
 }
 
-export type BankDestination =
-  | { network: 'sepa'; iban: string }
-  | { network: 'fps'; sortCode: string; accountNumber: string }
-  | { network: 'ach' | 'wire' | 'fednow' | 'rtp'; accountNumber: string; routingNumber?: string }
-
 /** The lookup key of a bank destination; undefined for an IBAN whose check digits are wrong. */
-export function bankDestination(destination: BankDestination): string | undefined {
+export function bankDestination(destination: BankRecipient): string | undefined {
   switch (destination.network) {
     case 'sepa':
       return normalizeIban(destination.iban)

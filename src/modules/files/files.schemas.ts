@@ -1,7 +1,7 @@
 import Type, { type Static } from 'typebox'
 import { IdempotencyKeyHeader } from '../../http/idempotency.ts'
 import { component, OnBehalfOfHeader, Timestamp, UserContextHeaders, Uuid } from '../../http/schemas.ts'
-import { CreationErrors, InitialMetadata } from '../metadata/metadata.schemas.ts'
+import { CreationErrors, InitialMetadata } from '../metadata/index.ts'
 
 export const FILE_CATEGORIES = ['document', 'image', 'video'] as const
 export type FileCategory = (typeof FILE_CATEGORIES)[number]

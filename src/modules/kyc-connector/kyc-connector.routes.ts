@@ -1,7 +1,7 @@
 import type { Subject } from '../../http/principal.ts'
 import { described, errorResponses } from '../../http/schemas.ts'
 import { principalOf, type App } from '../../http/types.ts'
-import { kycConnectorConfigScopes } from '../auth/scopes.ts'
+import { kycConnectorConfigScopes } from '../auth/index.ts'
 import { ProviderConfigHeaders, ProviderConfigResponse, SetProviderConfigBody } from './kyc-connector.schemas.ts'
 import type { KycConnectorService } from './kyc-connector.service.ts'
 

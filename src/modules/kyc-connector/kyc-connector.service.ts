@@ -2,7 +2,7 @@ import type { Db, KycConnectorConfigRow, StoredIntegration } from '../../db/sche
 import type { Principal } from '../../http/principal.ts'
 import { DomainError, requestInvalid } from '../../lib/errors.ts'
 import type { Sealer } from '../../lib/sealing.ts'
-import { recordEvent } from '../events/outbox.ts'
+import { recordEvent } from '../events/index.ts'
 import * as repository from './kyc-connector.repository.ts'
 import { duplicateNameViolations, maskSecret, missingSecretViolations } from './kyc-connector.rules.ts'
 import type { KycProcess, SetProviderConfigBody } from './kyc-connector.schemas.ts'

@@ -1,6 +1,6 @@
 import Type, { type Static, type TSchema } from 'typebox'
 import { ActingRequestHeaders, component, Timestamp, Uuid } from '../../http/schemas.ts'
-import { Address } from '../users/users.schemas.ts'
+import { Address } from '../users/index.ts'
 import { KYC_PROCESSES, KYC_STATUSES } from './kyc.machine.ts'
 
 const NoEdgeSpaces = '^\\S.*\\S$|^\\S$'

@@ -1,6 +1,6 @@
 import Type, { type Static } from 'typebox'
 import { component, Timestamp, Uuid } from '../../http/schemas.ts'
-import { Denomination, Endpoint, Fees } from '../transactions/transactions.schemas.ts'
+import { Denomination, Endpoint, Fees } from '../transactions/index.ts'
 
 const NoEdgeSpaces = '^\\S.*\\S$|^\\S$'
 const Decimal = (description: string) => Type.String({ pattern: '^(0|[1-9][0-9]*)(\\.[0-9]+)?$', description })

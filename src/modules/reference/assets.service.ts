@@ -4,6 +4,7 @@ import type { Db } from '../../db/schema.ts'
 import type { Principal } from '../../http/principal.ts'
 import { notFound } from '../../lib/errors.ts'
 import { activeCooldowns, featuresFor, type Residence, type UserStanding } from './asset-rules.ts'
+import * as repository from './assets.repository.ts'
 import type { Asset, AssetDefinition, AssetSort, AssetsFile } from './assets.schemas.ts'
 import { relativeChange, INTERVAL_STEPS, type HistoryInterval } from './rates.ts'
 import type { RatesService } from './rates.service.ts'
@@ -132,16 +133,11 @@ export class AssetsService {
     if (principal.userId === null) return null
     const user = await this.users.standing(principal)
     if (!user) return null
-    const [skip, enabledCapabilities] = await Promise.all([
-      this.db
-        .selectFrom('asset_cooldown_skips')
-        .select('skipped_at')
-        .where('organization_id', '=', principal.organizationId)
-        .where('user_id', '=', principal.userId)
-        .executeTakeFirst(),
+    const [skippedAt, enabledCapabilities] = await Promise.all([
+      repository.findCooldownSkip(this.db, principal.organizationId, principal.userId),
       this.capabilities ? this.capabilities.enabledFor(principal) : null,
     ])
-    return { ...user, cooldownsSkippedAt: skip?.skipped_at ?? null, enabledCapabilities }
+    return { ...user, cooldownsSkippedAt: skippedAt ?? null, enabledCapabilities }
   }
 
   private present(definition: AssetDefinition, user: UserStanding | null, now: Date): Asset {
@@ -188,12 +184,7 @@ export class AssetsService {
   /** Sandbox test helper: ends the acting user's cooldowns now. */
   async skipCooldowns(principal: Principal): Promise<void> {
     if (principal.userId === null) throw notFound('user')
-    const now = this.now()
-    await this.db
-      .insertInto('asset_cooldown_skips')
-      .values({ organization_id: principal.organizationId, user_id: principal.userId, skipped_at: now })
-      .onConflict((conflict) => conflict.columns(['organization_id', 'user_id']).doUpdateSet({ skipped_at: now }))
-      .execute()
+    await repository.upsertCooldownSkip(this.db, principal.organizationId, principal.userId, this.now())
   }
 
   /** Orders by the sort; price sorts put assets without a price last, and ties go by code. */

@@ -2,6 +2,7 @@ import type { Db } from '../../db/schema.ts'
 import { DomainError, notFound, requestInvalid } from '../../lib/errors.ts'
 import type { PriceFeed, UsdQuote } from '../../providers/prices/price-feed.ts'
 import type { AssetCatalogue } from './assets.service.ts'
+import * as repository from './rates.repository.ts'
 import { convertAmount, crossRate, historyBuckets, INTERVAL_STEPS, type HistoryInterval, type Rate, type RoundingMode } from './rates.ts'
 
 const USD: UsdQuote = { mid: '1', bid: '1', ask: '1' }
@@ -134,14 +135,7 @@ export class RatesService {
   private async recorded(asset: string, resolution: string, buckets: readonly Date[]): Promise<Map<number, string>> {
     if (asset === 'USD') return new Map(buckets.map((bucket) => [bucket.getTime(), '1']))
     const read = async () => {
-      const rows = await this.db
-        .selectFrom('price_points')
-        .select(['bucket_at', 'usd_mid'])
-        .where('asset', '=', asset)
-        .where('resolution', '=', resolution)
-        .where('bucket_at', '>=', buckets[0]!)
-        .where('bucket_at', '<=', buckets[buckets.length - 1]!)
-        .execute()
+      const rows = await repository.findPricePoints(this.db, asset, resolution, buckets[0]!, buckets[buckets.length - 1]!)
       return new Map(rows.map((row) => [row.bucket_at.getTime(), String(row.usd_mid)]))
     }
     const found = await read()
@@ -154,11 +148,7 @@ export class RatesService {
       return quote ? [{ asset, resolution, bucket_at: bucket, usd_mid: quote.mid, recorded_at: recordedAt }] : []
     })
     for (let start = 0; start < rows.length; start += 500) {
-      await this.db
-        .insertInto('price_points')
-        .values(rows.slice(start, start + 500))
-        .onConflict((conflict) => conflict.doNothing())
-        .execute()
+      await repository.insertPricePoints(this.db, rows.slice(start, start + 500))
     }
     return rows.length === 0 ? found : read()
   }

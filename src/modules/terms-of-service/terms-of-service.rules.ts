@@ -1,5 +1,5 @@
 import { DomainError } from '../../lib/errors.ts'
-import { ReferenceDataError } from '../reference/reference-data.ts'
+import { ReferenceDataError } from '../reference/index.ts'
 import type { ListTermsOfServiceQuery, TermsOfServiceDefinition } from './terms-of-service.schemas.ts'
 
 /** A timestamp of a day that exists: the date parser would move 31 February to March. */

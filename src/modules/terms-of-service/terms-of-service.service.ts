@@ -1,7 +1,7 @@
 import type { Db, Executor } from '../../db/schema.ts'
 import type { Principal } from '../../http/principal.ts'
 import { notFound, operationNotAllowed } from '../../lib/errors.ts'
-import { recordEvent } from '../events/outbox.ts'
+import { recordEvent } from '../events/index.ts'
 import * as repository from './terms-of-service.repository.ts'
 import { checkApplicable, checkCatalogue, matchesFilters, type Acceptor } from './terms-of-service.rules.ts'
 import type { ListTermsOfServiceQuery, TermsOfService, TermsOfServiceDefinition } from './terms-of-service.schemas.ts'

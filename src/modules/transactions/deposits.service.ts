@@ -2,8 +2,7 @@ import BigNumber from 'bignumber.js'
 import type { Db, Executor, Tx } from '../../db/schema.ts'
 import { conflict, DomainError, notFound } from '../../lib/errors.ts'
 import { isUuid, uuidv7 } from '../../lib/ids.ts'
-import { parseAmount } from '../ledger/ledger.rules.ts'
-import type { LedgerAssets } from '../ledger/ledger.service.ts'
+import { parseAmount, type LedgerAssets } from '../ledger/index.ts'
 import * as repository from './transactions.repository.ts'
 import type { TransactionNode } from './transactions.schemas.ts'
 import { announceTransactions, TRANSACTION_EVENTS, type MovementFlow } from './transactions.service.ts'
@@ -30,6 +29,11 @@ export interface DepositInput {
   reference: string
 }
 
+/** The asset of an account of the user, read in the caller's transaction; the accounts module answers. */
+export interface AccountAssets {
+  find(executor: Executor, organizationId: string, ownerId: string, accountId: string): Promise<{ asset: string } | undefined>
+}
+
 /** Which networks exist and what kind they are (`crypto`, `fiat`, …). */
 export interface NetworkKinds {
   networkType(code: string): string | undefined
@@ -42,12 +46,14 @@ export interface NetworkKinds {
  */
 export class DepositsService {
   private readonly db: Db
+  private readonly accounts: AccountAssets
   private readonly assets: LedgerAssets
   private readonly networks: NetworkKinds
   private readonly flow: MovementFlow<{ network: string; asset: string }>
 
-  constructor(deps: { db: Db; assets: LedgerAssets; networks: NetworkKinds; flow: MovementFlow<{ network: string; asset: string }> }) {
+  constructor(deps: { db: Db; accounts: AccountAssets; assets: LedgerAssets; networks: NetworkKinds; flow: MovementFlow<{ network: string; asset: string }> }) {
     this.db = deps.db
+    this.accounts = deps.accounts
     this.assets = deps.assets
     this.networks = deps.networks
     this.flow = deps.flow
@@ -73,6 +79,9 @@ export class DepositsService {
     const source: TransactionNode = input.source ?? (networkType === 'crypto' ? { type: 'crypto-address', network: input.network } : { type: 'bank-address', network: input.network })
 
     const work = async (tx: Tx) => {
+      const account = await this.accounts.find(tx, input.organizationId, input.userId, accountId)
+      if (!account) throw notFound('account')
+      if (account.asset !== input.asset) throw conflict('asset_not_supported', 'The account holds another asset', { accountId, asset: input.asset })
       const at = new Date()
       const inserted = await repository.insertDeposit(tx, {
         organization_id: input.organizationId,
@@ -98,16 +107,7 @@ export class DepositsService {
         created_at: at,
       })
       if (!inserted) {
-        // Not inserted: the account is not the user's or holds another asset, or the reference was recorded before.
-        const account = await tx
-          .selectFrom('accounts')
-          .select('asset')
-          .where('organization_id', '=', input.organizationId)
-          .where('owner_id', '=', input.userId)
-          .where('id', '=', accountId)
-          .executeTakeFirst()
-        if (!account) throw notFound('account')
-        if (account.asset !== input.asset) throw conflict('asset_not_supported', 'The account holds another asset', { accountId, asset: input.asset })
+        // Not inserted: the reference was recorded before.
         const existing = await repository.findByReference(tx, input.organizationId, input.reference)
         const same = existing && existing.type === 'deposit' && existing.destination_account_id === accountId && existing.destination_asset === input.asset &&
           existing.network === input.network && new BigNumber(existing.destination_amount).isEqualTo(amount)

@@ -1,4 +1,3 @@
-import { sql } from 'kysely'
 import type { Executor, StoredDenomination, StoredFee, TransactionRow, Tx } from '../../db/schema.ts'
 import { fetchPage } from '../../db/paging.ts'
 import type { PageWindow } from '../../http/pagination.ts'
@@ -27,27 +26,24 @@ export interface NewTransaction {
   created_at: Date
 }
 
-/**
- * Inserts a deposit if its account is an account of its owner holding its asset, and its reference was not
- * recorded yet: the check and the write are one statement. The row as stored; undefined when nothing was
- * inserted (the caller tells the two reasons apart, off the usual path).
- */
-export async function insertDeposit(db: Executor, row: NewTransaction & { destination_account_id: string; reference: string }): Promise<TransactionRow | undefined> {
-  const result = await sql<TransactionRow>`
-    insert into transactions (organization_id, id, owner_id, type, status, reason, origin, origin_asset, origin_amount, origin_rate,
-      destination, destination_asset, destination_amount, destination_rate, denomination, fees, origin_account_id, destination_account_id,
-      network, reference, quote_id, quoted_at, created_at, updated_at, completed_at)
-    select a.organization_id, ${row.id}::uuid, a.owner_id, ${row.type}, 'processing', null, ${JSON.stringify(row.origin)}::jsonb,
-      ${row.origin_asset}, ${row.origin_amount}::numeric, ${row.origin_rate}, ${JSON.stringify(row.destination)}::jsonb, a.asset,
-      ${row.destination_amount}::numeric, ${row.destination_rate}, ${JSON.stringify(row.denomination)}::jsonb, ${JSON.stringify(row.fees)}::jsonb,
-      null, a.id, ${row.network}, ${row.reference}, null, ${row.quoted_at}::timestamptz, ${row.created_at}::timestamptz,
-      ${row.created_at}::timestamptz, null
-    from accounts a
-    where a.organization_id = ${row.organization_id} and a.owner_id = ${row.owner_id} and a.id = ${row.destination_account_id}
-      and a.asset = ${row.destination_asset}
-    on conflict (organization_id, reference) do nothing
-    returning *`.execute(db)
-  return result.rows[0]
+/** Inserts a deposit (status `processing`) unless its reference was recorded already: the row as stored, or undefined. */
+export function insertDeposit(db: Executor, row: NewTransaction & { destination_account_id: string; reference: string }): Promise<TransactionRow | undefined> {
+  return db
+    .insertInto('transactions')
+    .values({
+      ...row,
+      status: 'processing',
+      reason: null,
+      origin: JSON.stringify(row.origin),
+      destination: JSON.stringify(row.destination),
+      denomination: JSON.stringify(row.denomination),
+      fees: JSON.stringify(row.fees),
+      updated_at: row.created_at,
+      completed_at: null,
+    })
+    .onConflict((conflict) => conflict.columns(['organization_id', 'reference']).doNothing())
+    .returningAll()
+    .executeTakeFirst()
 }
 
 /** Inserts a movement decided by a quote (status `processing`); the quote's unique index refuses a second one. */

@@ -2,7 +2,7 @@ import Type, { type Static } from 'typebox'
 import { Pagination, PaginationQuery } from '../../http/pagination.ts'
 import { IdempotencyKeyHeader } from '../../http/idempotency.ts'
 import { component, OnBehalfOfHeader, Timestamp, UserContextHeaders, Uuid } from '../../http/schemas.ts'
-import { CreationErrors, InitialMetadata } from '../metadata/metadata.schemas.ts'
+import { CreationErrors, InitialMetadata } from '../metadata/index.ts'
 
 export const TRANSACTION_STATUSES = ['processing', 'on-hold', 'completed', 'failed'] as const
 export type TransactionStatus = (typeof TRANSACTION_STATUSES)[number]

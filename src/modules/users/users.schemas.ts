@@ -1,7 +1,7 @@
 import Type, { type Static } from 'typebox'
 import { IdempotencyKeyHeader } from '../../http/idempotency.ts'
 import { component, Timestamp, UserContextHeaders, Uuid } from '../../http/schemas.ts'
-import { CreationErrors, InitialMetadata } from '../metadata/metadata.schemas.ts'
+import { CreationErrors, InitialMetadata } from '../metadata/index.ts'
 
 const NoEdgeSpaces = '^\\S.*\\S$|^\\S$'
 const CountryCode = component('country-code', Type.String({ pattern: '^[A-Z]{2}$', description: 'ISO 3166-1 alpha-2 country code.' }))

@@ -5,7 +5,7 @@ import { conflict, notFound, operationNotAllowed, type DomainError, type ErrorBo
 import { isUniqueViolation } from '../../db/errors.ts'
 import type { Principal } from '../../http/principal.ts'
 import { uuidv7 } from '../../lib/ids.ts'
-import { attachInitialMetadata } from '../metadata/metadata.service.ts'
+import { attachInitialMetadata } from '../metadata/index.ts'
 import * as repository from './users.repository.ts'
 import { checkBirthdate, checkPastTimestamp } from './users.rules.ts'
 import type { CreateUserBody, DeleteUserBody, User } from './users.schemas.ts'

@@ -3,10 +3,10 @@ import { composeIBAN, electronicFormatIBAN, isValidIBAN } from 'ibantools'
 import { validateAccountDetails } from 'uk-modulus-check'
 
 /**
- * Bank account numbers for deposit methods: IBANs with their ISO 13616 check digits, UK sort code and account
- * number pairs that pass the Vocalink modulus checks, US routing numbers with the ABA checksum and account
- * numbers. Candidates come from a per-account key, so the same account always gets the same numbers; `attempt`
- * moves to the next candidate when one is already taken by another account.
+ * Bank account numbers, for deposit methods and for the senders the sandbox bank rail makes up: IBANs with their
+ * ISO 13616 check digits, UK sort code and account number pairs that pass the Vocalink modulus checks, US routing
+ * numbers with the ABA checksum and account numbers. Candidates come from a key, so the same key (a deposit
+ * method's account) always gets the same numbers; `attempt` moves to the next candidate when one is already taken.
  */
 
 /** `length` decimal digits from the key, for one attempt of one purpose. */

@@ -1,0 +1,275 @@
+import type { Config } from './config.ts'
+import { ChangeFeed } from './db/changes.ts'
+import type { DatabaseHandle } from './db/database.ts'
+import { defineDepositFlow } from './flows/deposit.flow.ts'
+import { FlowRunner } from './flows/runner.ts'
+import { defineTradeFlow } from './flows/trade.flow.ts'
+import type { Principal } from './http/principal.ts'
+import { JobHandlers } from './jobs/queue.ts'
+import { Worker, type WorkerLogger } from './jobs/worker.ts'
+import type { SandboxSecrets } from './lib/data-dir.ts'
+import { Sealer } from './lib/sealing.ts'
+import { AccountsService } from './modules/accounts/index.ts'
+import { AuthService, ClientsService, ScopeCatalogue, TokenSigner } from './modules/auth/index.ts'
+import { CapabilitiesFile, CapabilitiesService, capabilitySourcesOf } from './modules/capabilities/index.ts'
+import { DepositBanksFile, DepositMethodsService, DepositTestHelpersService, IncomingDepositsService } from './modules/deposit-methods/index.ts'
+import { FilesService, FilesSettingsFile } from './modules/files/index.ts'
+import { KycConnectorService } from './modules/kyc-connector/index.ts'
+import { KYC_PROCESSES, KycService } from './modules/kyc/index.ts'
+import { LedgerService } from './modules/ledger/index.ts'
+import { MetadataService } from './modules/metadata/index.ts'
+import { MIN_QUOTE_TTL_MS, QuotesService, TransactionRulesFile } from './modules/quotes/index.ts'
+import {
+  AssetCatalogue,
+  AssetsFile,
+  AssetsService,
+  CountriesFile,
+  CountriesService,
+  CountryRestrictionsFile,
+  loadReferenceData,
+  NetworksFile,
+  NetworksService,
+  RailsFile,
+  RailsService,
+  RatesService,
+  userDirectoryOf,
+} from './modules/reference/index.ts'
+import { TermsOfServiceFile, TermsOfServiceService } from './modules/terms-of-service/index.ts'
+import { DepositsService, TransactionsService } from './modules/transactions/index.ts'
+import { UsersService } from './modules/users/index.ts'
+import { SandboxKycProvider } from './providers/kyc/sandbox.ts'
+import { SANDBOX_PRICE_SEED, SandboxPriceFeed } from './providers/prices/sandbox.ts'
+import { SandboxBankRail, SandboxChainRail } from './providers/rails/sandbox.ts'
+import { LocalFileStorage } from './providers/storage/local.ts'
+import { MemoryFileStorage } from './providers/storage/memory.ts'
+
+export interface ContainerDeps {
+  config: Config
+  database: DatabaseHandle
+  secrets: SandboxSecrets
+  /** Where background work logs; silent when not given. */
+  logger?: WorkerLogger
+  /** Runs after the database is closed, when the container closes. */
+  onClose?: () => void | Promise<void>
+}
+
+export interface Services {
+  clients: ClientsService
+  auth: AuthService
+  signer: TokenSigner
+  scopes: ScopeCatalogue
+  users: UsersService
+  metadata: MetadataService
+  networks: NetworksService
+  rails: RailsService
+  countries: CountriesService
+  assets: AssetsService
+  rates: RatesService
+  kycConnector: KycConnectorService
+  kyc: KycService
+  capabilities: CapabilitiesService
+  files: FilesService
+  termsOfService: TermsOfServiceService
+  ledger: LedgerService
+  accounts: AccountsService
+  jobs: JobHandlers
+  /** Not started by the container: `serve` starts it for the roles that run jobs; it stops when the container closes. */
+  worker: Worker
+  deposits: DepositsService
+  transactions: TransactionsService
+  quotes: QuotesService
+  flows: FlowRunner
+  depositMethods: DepositMethodsService
+  /** Sandbox only (null in production): simulated deposits, sent through the sandbox rails. */
+  depositTestHelpers: DepositTestHelpersService | null
+}
+
+export interface Container {
+  config: Config
+  database: DatabaseHandle
+  services: Services
+  /**
+   * Stops the worker (running jobs get `timeoutMs` to finish, then are given back to the queue) and the change
+   * feed, then closes the database.
+   */
+  close(timeoutMs?: number): Promise<void>
+}
+
+/**
+ * Builds every service once over an open database, with no HTTP: the api role serves them (src/app.ts), the
+ * worker role runs their background jobs. Closing the container closes the database.
+ */
+export async function buildContainer(deps: ContainerDeps): Promise<Container> {
+  const { config, database } = deps
+  const signer = new TokenSigner(deps.secrets.tokenSigningKey, config.publicUrl, config.publicUrl)
+  const changes = new ChangeFeed(database.schema)
+  await changes.listen(database)
+  const scopes = new ScopeCatalogue(config)
+  const clients = new ClientsService(database.db, changes, scopes)
+  const users = new UsersService(database.db, changes)
+  const auth = new AuthService({ clients, signer, users, ttlSeconds: config.accessTokenTtlSeconds })
+  const networkCatalogue = loadReferenceData<NetworksFile>('networks.json', NetworksFile, config.referenceDataDir)
+  const chain = config.environment === 'sandbox' ? 'test' : 'main'
+  const networks = new NetworksService(networkCatalogue.networks, chain)
+  const rails = new RailsService(loadReferenceData<RailsFile>('rails.json', RailsFile, config.referenceDataDir).rails, chain, networks)
+  const countries = new CountriesService(
+    loadReferenceData<CountriesFile>('countries.json', CountriesFile, config.referenceDataDir).countries,
+    loadReferenceData<CountryRestrictionsFile>('country-restrictions.json', CountryRestrictionsFile, config.referenceDataDir),
+  )
+  const assetCatalogue = new AssetCatalogue(loadReferenceData<AssetsFile>('assets.json', AssetsFile, config.referenceDataDir))
+  // The only feed so far; config.ts makes production choose it explicitly (PRICE_FEED=simulated).
+  const rates = new RatesService({ catalogue: assetCatalogue, feed: new SandboxPriceFeed(SANDBOX_PRICE_SEED, assetCatalogue.fiatCodes()), db: database.db })
+  const metadata = new MetadataService(database.db)
+  metadata.registerEntity('users', (principal, entityId) => users.metadataOwner(principal, entityId))
+  const kycConnector = new KycConnectorService({ db: database.db, sealer: new Sealer(deps.secrets.sealingKey), providers: config.kycConnectorProviders })
+  const files = new FilesService({
+    db: database.db,
+    storage: config.fileStorageDir === null ? new MemoryFileStorage() : new LocalFileStorage(config.fileStorageDir),
+    settings: loadReferenceData<FilesSettingsFile>('files-settings.json', FilesSettingsFile, config.referenceDataDir).settings,
+    publicUrl: config.publicUrl,
+    sealingKey: deps.secrets.sealingKey,
+    maxFilesPerUser: config.maxFilesPerUser,
+  })
+  metadata.registerEntity('files', (principal, entityId) => files.metadataOwner(principal, entityId))
+  // Service-verified KYC checks need a provider: the simulator in sandbox; production has no adapter yet.
+  const kycProvider = config.environment === 'sandbox' ? new SandboxKycProvider() : null
+  const kyc = new KycService({ db: database.db, users, countries, provider: kycProvider, files })
+  const termsOfService = new TermsOfServiceService(
+    database.db,
+    loadReferenceData<TermsOfServiceFile>('terms-of-service.json', TermsOfServiceFile, config.referenceDataDir).termsOfService,
+    users,
+  )
+  users.onCreate((tx, user, at) =>
+    termsOfService.recordAtCreation(tx, { organizationId: user.organizationId, userId: user.id, code: user.termsOfService, at, context: { ...user.context } }),
+  )
+  const capabilities = new CapabilitiesService(
+    loadReferenceData<CapabilitiesFile>('capabilities.json', CapabilitiesFile, config.referenceDataDir).capabilities,
+    capabilitySourcesOf({ users, kyc, processKeys: KYC_PROCESSES, termsOfService, countries }),
+  )
+  const assets = new AssetsService({
+    catalogue: assetCatalogue,
+    rates,
+    db: database.db,
+    publicUrl: config.publicUrl,
+    users: userDirectoryOf(users),
+    capabilities,
+  })
+  const ledger = new LedgerService({ db: database.db, assets: { decimalsOf: (code) => assetCatalogue.find(code)?.decimals } })
+  // A user may hold an asset that is listed and offers them at least one feature (where they live, now).
+  const mayHold = async (principal: Principal, code: string) => {
+    const asset = await assets.get(principal, code)
+    return !asset.delisted && asset.features.length > 0
+  }
+  const accounts = new AccountsService({ db: database.db, ledger, assets: { mayHold } })
+  metadata.registerEntity('accounts', (principal, entityId) => accounts.metadataOwner(principal, entityId))
+  const jobs = new JobHandlers()
+  const decimalsOf = (code: string) => assetCatalogue.find(code)?.decimals
+  const quotes = new QuotesService({
+    db: database.db,
+    accounts: { get: (principal, id) => accounts.get(principal, id) },
+    assets: { decimalsOf, forUser: (principal, codes) => assets.getMany(principal, codes) },
+    capabilities,
+    prices: { usdQuote: (code) => rates.usdQuote(code) },
+    settings: {
+      defaultTtlMs: config.quoteTtlMs,
+      maxTtlMs: config.quoteMaxTtlMs,
+      minTtlMs: MIN_QUOTE_TTL_MS,
+      spread: config.quoteSpread,
+      rules: loadReferenceData<TransactionRulesFile>('transaction-rules.json', TransactionRulesFile, config.referenceDataDir),
+    },
+  })
+  // The worker is created below; flows started in this process wake it rather than wait for its next poll.
+  const pokeWorker = () => worker.poke()
+  const transactions = new TransactionsService({
+    db: database.db,
+    accounts: { ownedAccount: (principal, id) => accounts.metadataOwner(principal, id) },
+    quotes,
+    afterCreate: pokeWorker,
+  })
+  const flows = new FlowRunner({ db: database.db, jobs })
+  const tradeFlow = defineTradeFlow({
+    runner: flows,
+    ledger,
+    transactions,
+    velocity: { maxMovements: config.velocityMaxMovements, windowSeconds: config.velocityWindowSeconds },
+    batchSize: config.workerBatchSize,
+  })
+  transactions.executeWith('trade', tradeFlow)
+  transactions.executeWith('transfer', tradeFlow)
+  const deposits = new DepositsService({
+    db: database.db,
+    accounts,
+    assets: { decimalsOf },
+    networks,
+    flow: defineDepositFlow({ runner: flows, ledger, transactions, batchSize: config.workerBatchSize }),
+  })
+  metadata.registerEntity('transactions', (principal, entityId) => transactions.metadataOwner(principal, entityId))
+  const worker = new Worker({
+    db: database.db,
+    handlers: jobs,
+    pollIntervalMs: config.workerPollIntervalMs,
+    concurrency: config.workerConcurrency,
+    leaseMs: config.workerLeaseMs,
+    ...(deps.logger ? { logger: deps.logger } : {}),
+  })
+  const depositMethods = new DepositMethodsService({
+    db: database.db,
+    accounts,
+    users,
+    rails,
+    networks,
+    secret: deps.secrets.sealingKey,
+    banks: loadReferenceData<DepositBanksFile>('deposit-banks.json', DepositBanksFile, config.referenceDataDir),
+    environment: config.environment,
+  })
+  // The bank and chain rails report incoming payments; in sandbox their simulators stand in for them, sending what
+  // the test helpers ask for (production has no adapter yet, so the helpers do not exist there).
+  let depositTestHelpers: DepositTestHelpersService | null = null
+  if (config.environment === 'sandbox') {
+    const bankRail = new SandboxBankRail()
+    const chainRail = new SandboxChainRail()
+    const incoming = new IncomingDepositsService({ db: database.db, depositMethods, deposits, afterRecord: pokeWorker })
+    bankRail.onPayment((payment) => incoming.bankPayment(payment))
+    chainRail.onTransfer((transfer) => incoming.chainTransfer(transfer))
+    depositTestHelpers = new DepositTestHelpersService({ rails, networks, users, bankRail, chainRail })
+  }
+
+  return {
+    config,
+    database,
+    services: {
+      clients,
+      auth,
+      signer,
+      scopes,
+      users,
+      metadata,
+      networks,
+      rails,
+      countries,
+      assets,
+      rates,
+      kycConnector,
+      files,
+      termsOfService,
+      kyc,
+      capabilities,
+      ledger,
+      accounts,
+      jobs,
+      worker,
+      deposits,
+      transactions,
+      quotes,
+      flows,
+      depositMethods,
+      depositTestHelpers,
+    },
+    async close(timeoutMs = config.shutdownTimeoutMs) {
+      await worker.stop(timeoutMs)
+      await changes.stop()
+      await database.close()
+      await deps.onClose?.()
+    },
+  }
+}

@@ -1,0 +1,8 @@
+/**
+ * Transactions: deposits, trades and transfers, and their status changes (table `transactions`).
+ * The module's public entry: the rest of src/ imports it from here only (docs/architecture.md).
+ */
+export { DepositsService } from './deposits.service.ts'
+export { transactionsRoutes } from './transactions.routes.ts'
+export { Denomination, Endpoint, Fees, type TransactionNode, type TransactionStatusReason } from './transactions.schemas.ts'
+export { TransactionsService } from './transactions.service.ts'
