@@ -210,6 +210,30 @@ export async function startCluster(): Promise<string> {
   return stdout.trim()
 }
 
+/** A database of its own in the server (named `<prefix>_<random>`), dropped at cleanup; resolves with its URL. */
+export async function scratchDatabase(serverUrl: string, prefix: string): Promise<string> {
+  const name = `${prefix}_${randomBytes(4).toString('hex')}`
+  const admin = new pg.Client({ connectionString: serverUrl })
+  await admin.connect()
+  try {
+    await admin.query(`create database ${name}`)
+  } finally {
+    await admin.end()
+  }
+  onCleanup(`database ${name}`, async () => {
+    const client = new pg.Client({ connectionString: serverUrl })
+    await client.connect()
+    try {
+      await client.query(`drop database if exists ${name} with (force)`)
+    } finally {
+      await client.end()
+    }
+  })
+  const url = new URL(serverUrl)
+  url.pathname = `/${name}`
+  return url.href
+}
+
 export async function databaseVersion(url: string): Promise<string> {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
