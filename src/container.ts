@@ -167,7 +167,7 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
   const quotes = new QuotesService({
     db: database.db,
     accounts: { get: (principal, id) => accounts.get(principal, id) },
-    assets: { decimalsOf, forUser: (principal, codes) => assets.getMany(principal, codes) },
+    assets: { decimalsOf, forUser: (principal, codes, enabled) => assets.getMany(principal, codes, enabled) },
     capabilities,
     prices: { usdQuote: (code) => rates.usdQuote(code) },
     settings: {

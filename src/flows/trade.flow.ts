@@ -7,10 +7,13 @@ import { failureReason } from './failure-reasons.ts'
 import type { FlowHandle, FlowRunner } from './runner.ts'
 
 export interface TradeFlowData {
+  /** What the origin pays, from which account: the transaction's own figures, given when the flow starts. */
+  originAccountId: string
+  originAmount: string
+  originAsset: string
+  destinationAsset: string
   /** The hold on the origin account, once placed. */
   holdId?: string
-  originAsset?: string
-  destinationAsset?: string
 }
 
 export interface VelocityLimit {
@@ -50,30 +53,24 @@ export function defineTradeFlow(deps: { runner: FlowRunner; ledger: LedgerServic
         : null
       plans.push({ row, credits, delivery })
     }
-    // Every account the postings touch, locked up front in the ledger's one order: several postings in one
-    // database transaction then still take their locks in that order, and cannot deadlock with another batch.
-    await ledger.lockAccounts(tx, organizationId, plans.flatMap(({ row, credits, delivery }) => [
-      row.origin_account_id!,
-      ...credits.map((credit) => credit.accountId),
-      ...(delivery ? [delivery.accountId, delivery.destinationId] : []),
-    ]))
+    const captures = []
+    const postings = []
     for (const { row, credits, delivery } of plans) {
       const holdId = holds.get(row.id)
       if (holdId === undefined) throw new Error(`Movement ${row.id} reached the exchange without a hold`)
-      await ledger.captureHold({ organizationId, holdId, type: row.type, reference: `${row.id}:capture`, credits, data: { transactionId: row.id } }, { tx })
+      captures.push({ organizationId, holdId, type: row.type, reference: `${row.id}:capture`, credits, data: { transactionId: row.id } })
       if (delivery) {
-        await ledger.post(
-          {
-            organizationId,
-            type: row.type,
-            reference: `${row.id}:deliver`,
-            legs: [{ accountId: delivery.accountId, amount: `-${delivery.amount}` }, { accountId: delivery.destinationId, amount: delivery.amount }],
-            data: { transactionId: row.id },
-          },
-          { tx },
-        )
+        postings.push({
+          organizationId,
+          type: row.type,
+          reference: `${row.id}:deliver`,
+          legs: [{ accountId: delivery.accountId, amount: `-${delivery.amount}` }, { accountId: delivery.destinationId, amount: delivery.amount }],
+          data: { transactionId: row.id },
+        })
       }
     }
+    // The whole batch in one ledger write: its accounts locked once, in the ledger's one order.
+    await ledger.captureAndPost({ organizationId, captures, postings }, { tx })
     await transactions.apply(tx, rows, 'settle')
   }
 
@@ -84,12 +81,10 @@ export function defineTradeFlow(deps: { runner: FlowRunner; ledger: LedgerServic
       {
         name: 'reserve',
         async run(tx, flows) {
-          const patches = new Map<string, TradeFlowData>()
+          const patches = new Map<string, Partial<TradeFlowData>>()
           for (const flow of flows) {
-            const [row] = await transactions.lockProcessing(tx, flow.organizationId, [flow.id])
-            if (!row) throw new Error(`Movement ${flow.id} is not processing`)
-            const hold = await ledger.placeHold({ organizationId: flow.organizationId, accountId: row.origin_account_id!, amount: row.origin_amount, reference: `${row.id}:hold` }, { tx })
-            patches.set(flow.id, { holdId: hold.id, originAsset: row.origin_asset, destinationAsset: row.destination_asset })
+            const hold = await ledger.placeHold({ organizationId: flow.organizationId, accountId: flow.data.originAccountId, amount: flow.data.originAmount, reference: `${flow.id}:hold` }, { tx })
+            patches.set(flow.id, { holdId: hold.id })
           }
           return patches
         },
@@ -118,9 +113,9 @@ export function defineTradeFlow(deps: { runner: FlowRunner; ledger: LedgerServic
         name: 'exchange',
         async prepare(flows) {
           for (const { organizationId, data } of flows) {
-            await ledger.systemAccount(organizationId, { kind: 'liquidity', asset: data.originAsset! })
-            await ledger.systemAccount(organizationId, { kind: 'fees', asset: data.originAsset! })
-            await ledger.systemAccount(organizationId, { kind: 'liquidity', asset: data.destinationAsset! })
+            await ledger.systemAccount(organizationId, { kind: 'liquidity', asset: data.originAsset })
+            await ledger.systemAccount(organizationId, { kind: 'fees', asset: data.originAsset })
+            await ledger.systemAccount(organizationId, { kind: 'liquidity', asset: data.destinationAsset })
           }
         },
         async run(tx, flows) {

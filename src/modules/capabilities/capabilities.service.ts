@@ -53,13 +53,19 @@ export class CapabilitiesService {
   }
 
   /** For modules about to act for a user: 409 `user_capability_failure` unless the capability is usable now. */
-  async require(principal: Principal, code: CapabilityCode): Promise<void> {
-    const capability = await this.get(principal, code)
+  /**
+   * Resolves with the codes of the capabilities enabled for the user (what narrows their assets' features), from
+   * the same one reading of their facts, so that a caller needing both reads them once.
+   */
+  async require(principal: Principal, code: CapabilityCode): Promise<ReadonlySet<CapabilityCode>> {
+    const capabilities = await this.list(principal)
+    const capability = capabilities.find((candidate) => candidate.code === code)!
     if (!isUsable(capability)) {
       throw new DomainError('user_capability_failure', 'The user has capability constraints', {
         details: { capability: { code, requirements: capability.requirements, restrictions: capability.restrictions } },
       })
     }
+    return new Set(capabilities.filter((candidate) => candidate.enabled).map((candidate) => candidate.code))
   }
 
   private async factsOf(principal: Principal): Promise<CapabilityFacts> {

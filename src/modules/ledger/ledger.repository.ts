@@ -172,37 +172,23 @@ export function entriesOf(db: Executor, organizationId: string, transactionId: s
     .execute()
 }
 
-export interface NewHold {
-  organizationId: string
-  id: string
-  accountId: string
-  asset: string
-  amount: string
-  reference: string | null
-  requestHash: string
-  at: Date
-}
-
-/** Inserts an open hold; false when its reference is already taken. */
-export async function claimHold(tx: Tx, hold: NewHold): Promise<boolean> {
-  const inserted = await tx
-    .insertInto('ledger_holds')
-    .values({
-      organization_id: hold.organizationId,
-      id: hold.id,
-      account_id: hold.accountId,
-      asset: hold.asset,
-      amount: hold.amount,
-      status: 'open',
-      reference: hold.reference,
-      request_hash: hold.requestHash,
-      created_at: hold.at,
-      updated_at: hold.at,
-    })
-    .onConflict((conflict) => conflict.columns(['organization_id', 'reference']).doNothing())
-    .returning('id')
-    .executeTakeFirst()
-  return inserted !== undefined
+/**
+ * Inserts an open hold on the account, in the account's asset, in one statement; undefined when the account
+ * does not exist or the reference is already taken (the caller tells them apart, off the usual path).
+ */
+export async function claimHoldOn(
+  tx: Tx,
+  hold: { organizationId: string; id: string; accountId: string; amount: string; reference: string | null; requestHash: string; at: Date },
+): Promise<LedgerHoldRow | undefined> {
+  const result = await sql<LedgerHoldRow>`
+    insert into ledger_holds (organization_id, id, account_id, asset, amount, status, reference, request_hash, transaction_id, created_at, updated_at)
+    select a.organization_id, ${hold.id}::uuid, a.id, a.asset, ${hold.amount}::numeric, 'open', ${hold.reference}, ${hold.requestHash}, null,
+      ${hold.at}::timestamptz, ${hold.at}::timestamptz
+    from ledger_accounts a
+    where a.organization_id = ${hold.organizationId} and a.id = ${hold.accountId}
+    on conflict (organization_id, reference) do nothing
+    returning *`.execute(tx)
+  return result.rows[0]
 }
 
 export function findHold(db: Executor, organizationId: string, id: string): Promise<LedgerHoldRow | undefined> {
@@ -312,4 +298,20 @@ export async function ledgerSize(db: Executor): Promise<{ accounts: number; tran
       (select count(*) from ledger_entries)::text as entries`.execute(db)
   const counts = row.rows[0]!
   return { accounts: Number(counts.accounts), transactions: Number(counts.transactions), entries: Number(counts.entries) }
+}
+
+/**
+ * Captures open holds in one statement, each with the posting that captures it; returns those captured (a hold
+ * no longer open is left out). The row locks it takes order holds like `settleHold` does.
+ */
+export async function captureHolds(tx: Tx, organizationId: string, holds: readonly { id: string; transactionId: string }[], at: Date): Promise<LedgerHoldRow[]> {
+  if (holds.length === 0) return []
+  const values = sql.join(holds.map((hold) => sql`(${hold.id}::uuid, ${hold.transactionId}::uuid)`))
+  const result = await sql<LedgerHoldRow>`
+    update ledger_holds as h
+    set status = 'captured', transaction_id = v.transaction_id, updated_at = ${at}
+    from (values ${values}) as v(id, transaction_id)
+    where h.organization_id = ${organizationId} and h.id = v.id and h.status = 'open'
+    returning h.*`.execute(tx)
+  return result.rows
 }

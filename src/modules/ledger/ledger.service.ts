@@ -273,18 +273,23 @@ export class LedgerService {
     parseAmount(input.amount, Number.MAX_SAFE_INTEGER)
     const requestHash = requestDigest({ accountId: input.accountId, amount: input.amount })
     return this.within(options.tx, async (tx) => {
-      const [account] = await repository.findAccounts(tx, input.organizationId, [input.accountId])
-      if (!account) throw notFound('account', { accountId: input.accountId })
-      const amount = parseAmount(input.amount, this.decimalsOf(account.asset))
       const at = new Date()
-      const hold = { organizationId: input.organizationId, id: uuidv7(at.getTime()), accountId: account.id, asset: account.asset, amount: amount.toFixed(), reference: input.reference ?? null, requestHash, at }
-      if (!(await repository.claimHold(tx, hold))) {
-        const existing = await repository.findHoldByReference(tx, input.organizationId, input.reference!)
-        if (!existing || existing.request_hash !== requestHash) referenceReused()
+      const id = uuidv7(at.getTime())
+      // One statement reads the account's asset and claims the reference (before any account lock, as always).
+      const claimed = await repository.claimHoldOn(tx, { organizationId: input.organizationId, id, accountId: input.accountId, amount: formatAmount(input.amount), reference: input.reference ?? null, requestHash, at })
+      if (!claimed) {
+        const existing = input.reference === undefined ? undefined : await repository.findHoldByReference(tx, input.organizationId, input.reference)
+        if (!existing) {
+          if ((await repository.findAccounts(tx, input.organizationId, [input.accountId])).length === 0) throw notFound('account', { accountId: input.accountId })
+          referenceReused()
+        }
+        if (existing.request_hash !== requestHash) referenceReused()
         return toHold(existing, true)
       }
-      await this.move(tx, input.organizationId, new Map([[account.id, { total: new BigNumber(0), available: amount.negated() }]]), at)
-      return { id: hold.id, accountId: hold.accountId, asset: hold.asset, amount: hold.amount, status: 'open', transactionId: null, replayed: false }
+      // Checked once the asset is known; throwing rolls the claim back with the caller's transaction.
+      const amount = parseAmount(input.amount, this.decimalsOf(claimed.asset))
+      await this.move(tx, input.organizationId, new Map([[claimed.account_id, { total: new BigNumber(0), available: amount.negated() }]]), at)
+      return { id, accountId: claimed.account_id, asset: claimed.asset, amount: amount.toFixed(), status: 'open', transactionId: null, replayed: false }
     })
   }
 
@@ -331,6 +336,47 @@ export class LedgerService {
       await this.postLegs(tx, input.organizationId, [{ transactionId, legs: input.credits, extra: new Map([[hold.account_id, { delta: heldDelta, entry: captured.negated() }]]) }], at)
       return { transactionId, replayed: false }
     })
+  }
+
+  /**
+   * Captures holds and posts movements of one organization together, in the caller's transaction, with the
+   * outcome of capturing them and then posting them one after the other (a trade's capture and delivery, for
+   * a batch of trades). They share the round trips: one update of the holds, one claim of every reference, one
+   * lock of every account, one write of the balances and one of the entries. All or nothing. Unlike
+   * `captureHold` and `post`, nothing here is a replay: a hold no longer open or a reference already used
+   * throws, for callers (flow steps) whose own record already makes them run once.
+   */
+  async captureAndPost(request: { organizationId: string; captures: readonly CaptureInput[]; postings: readonly PostingInput[] }, options: { tx: Tx }): Promise<void> {
+    const { organizationId, captures, postings } = request
+    if (captures.length === 0) {
+      await this.postAll(postings, options)
+      return
+    }
+    const tx = options.tx
+    const at = new Date()
+    const captured = captures.map((capture) => {
+      const input = { ...capture, holdId: idOf('hold', capture.holdId), credits: capture.credits.map((c) => ({ accountId: idOf('account', c.accountId), amount: c.amount })) }
+      for (const credit of input.credits) parseAmount(credit.amount, Number.MAX_SAFE_INTEGER)
+      if (input.credits.length === 0) throw new Error('A capture needs at least one credit')
+      return { ...input, id: uuidv7(at.getTime()), requestHash: requestDigest({ type: input.type, holdId: input.holdId, credits: input.credits, data: input.data ?? {} }) }
+    })
+    const posted = postings.map((posting) => {
+      const input = { ...posting, legs: posting.legs.map((leg) => ({ accountId: idOf('account', leg.accountId), amount: leg.amount })) }
+      for (const leg of input.legs) parseSigned(leg.amount, Number.MAX_SAFE_INTEGER)
+      return { ...input, id: uuidv7(at.getTime()), holdId: null, requestHash: requestDigest({ type: input.type, legs: input.legs, data: input.data ?? {} }) }
+    })
+    const holds = await repository.captureHolds(tx, organizationId, captured.map((capture) => ({ id: capture.holdId, transactionId: capture.id })), at)
+    if (holds.length !== captured.length) throw conflict('hold_not_open', `${captured.length - holds.length} of the holds were no longer open`)
+    const replays = await this.claim(tx, organizationId, [...captured.map((capture) => ({ ...capture, at })), ...posted.map((posting) => ({ ...posting, at }))])
+    if (replays.size > 0) referenceReused()
+    const byHold = new Map(holds.map((hold) => [hold.id, hold]))
+    const batch = captured.map((capture) => {
+      const hold = byHold.get(capture.holdId)!
+      const decimals = this.decimalsOf(hold.asset)
+      const total = capture.credits.reduce((sum, credit) => sum.plus(parseAmount(credit.amount, decimals)), new BigNumber(0))
+      return { transactionId: capture.id, legs: capture.credits, extra: new Map([[hold.account_id, { delta: captureDelta(new BigNumber(hold.amount), total), entry: total.negated() }]]) }
+    })
+    await this.postLegs(tx, organizationId, [...batch, ...posted.map((posting) => ({ transactionId: posting.id, legs: posting.legs, extra: new Map() }))], at)
   }
 
   /**
@@ -434,14 +480,6 @@ export class LedgerService {
   private async move(tx: Tx, organizationId: string, deltas: Map<string, BalanceDelta>, at: Date): Promise<void> {
     const rows = await this.lock(tx, organizationId, [...deltas.keys()])
     await this.apply(tx, organizationId, rows, [deltas], at)
-  }
-
-  /**
-   * Locks accounts in the caller's transaction, in the one order every movement locks in. For a caller that
-   * posts several movements in one transaction: locking all their accounts first keeps it in that order.
-   */
-  async lockAccounts(tx: Tx, organizationId: string, accountIds: readonly string[]): Promise<void> {
-    await this.lock(tx, organizationId, accountIds.map((id) => idOf('account', id)))
   }
 
   /** Locks the accounts in the one fixed order; every one must exist and be open. */

@@ -19,12 +19,12 @@ export interface QuoteAccounts {
 export interface QuoteAssets {
   decimalsOf(code: string): number | undefined
   /** The features of assets for the acting user (narrowed by where they live, their capabilities, cooldowns). */
-  forUser(principal: Principal, codes: readonly string[]): Promise<Record<string, { features: readonly string[]; delisted: boolean }>>
+  forUser(principal: Principal, codes: readonly string[], enabledCapabilities?: ReadonlySet<string>): Promise<Record<string, { features: readonly string[]; delisted: boolean }>>
 }
 
 export interface QuoteCapabilities {
-  /** Throws 409 `user_capability_failure` unless the acting user may use the capability now. */
-  require(principal: Principal, code: string): Promise<void>
+  /** Throws 409 `user_capability_failure` unless the acting user may use the capability now; resolves with the capabilities enabled for them. */
+  require(principal: Principal, code: 'trades'): Promise<ReadonlySet<string>>
 }
 
 export interface QuotePrices {
@@ -113,8 +113,8 @@ export class QuotesService {
       throw amountInvalid(`The amount has more decimal places than ${denomination.asset} allows (${denominationDecimals})`, 'decimal-places', { decimals: denominationDecimals })
     }
 
-    if (kind === 'trade') await this.capabilities.require(principal, 'trades')
-    await this.checkFeatures(principal, kind, origin.asset, destination.asset)
+    const enabled = kind === 'trade' ? await this.capabilities.require(principal, 'trades') : undefined
+    await this.checkFeatures(principal, kind, origin.asset, destination.asset, enabled)
 
     const usd = await this.usdQuotes([origin.asset, destination.asset, denomination.asset])
     const mid = (from: string, to: string) => (from === to ? '1' : new Decimal(usd.get(from)!.mid).div(usd.get(to)!.mid).toFixed())
@@ -206,8 +206,8 @@ export class QuotesService {
     }
   }
 
-  private async checkFeatures(principal: Principal, kind: QuoteKind, originAsset: string, destinationAsset: string): Promise<void> {
-    const assets = await this.assets.forUser(principal, [originAsset, destinationAsset])
+  private async checkFeatures(principal: Principal, kind: QuoteKind, originAsset: string, destinationAsset: string, enabled?: ReadonlySet<string>): Promise<void> {
+    const assets = await this.assets.forUser(principal, [originAsset, destinationAsset], enabled)
     const missing = (asset: string, feature: string, end: 'origin' | 'destination') => {
       if (assets[asset]?.delisted !== false || !assets[asset]!.features.includes(feature)) {
         throw new DomainError('asset_feature_not_available', `The '${feature}' feature is not available for the ${end} asset`, { details: { context: 'body', property: end, feature } })

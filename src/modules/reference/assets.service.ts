@@ -129,13 +129,13 @@ export class AssetsService {
     return `${this.publicUrl}/core/assets/${encodeURIComponent(code)}/logo.svg`
   }
 
-  private async standing(principal: Principal): Promise<UserStanding | null> {
+  private async standing(principal: Principal, enabled?: ReadonlySet<string>): Promise<UserStanding | null> {
     if (principal.userId === null) return null
     const user = await this.users.standing(principal)
     if (!user) return null
     const [skippedAt, enabledCapabilities] = await Promise.all([
       repository.findCooldownSkip(this.db, principal.organizationId, principal.userId),
-      this.capabilities ? this.capabilities.enabledFor(principal) : null,
+      enabled ?? (this.capabilities ? this.capabilities.enabledFor(principal) : null),
     ])
     return { ...user, cooldownsSkippedAt: skippedAt ?? null, enabledCapabilities }
   }
@@ -157,10 +157,13 @@ export class AssetsService {
     return sorted.map((definition) => this.present(definition, user, now))
   }
 
-  /** The assets of the codes found, by code; unknown codes are left out. */
-  async getMany(principal: Principal, codes: readonly string[]): Promise<Record<string, Asset>> {
+  /**
+   * The assets of the codes found, by code; unknown codes are left out. `enabledCapabilities`, when the caller
+   * has just read them (`CapabilitiesService.require`), saves reading them again.
+   */
+  async getMany(principal: Principal, codes: readonly string[], enabledCapabilities?: ReadonlySet<string>): Promise<Record<string, Asset>> {
     const now = this.now()
-    const user = await this.standing(principal)
+    const user = await this.standing(principal, enabledCapabilities)
     const assets: Record<string, Asset> = {}
     for (const code of codes) {
       const definition = this.catalogue.find(code)

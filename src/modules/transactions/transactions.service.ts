@@ -76,6 +76,14 @@ export interface QuoteUser {
   use(tx: Tx, principal: Principal, quoteId: string, at: Date): Promise<UsedQuote>
 }
 
+/** What the flow of a quoted movement starts with: what its origin pays, from which account. */
+export interface QuotedMovement {
+  originAccountId: string
+  originAmount: string
+  originAsset: string
+  destinationAsset: string
+}
+
 /** How a kind of movement is carried out once recorded: its money flow (src/flows), started in the same transaction. */
 export interface MovementFlow<D = Record<string, unknown>> {
   start(tx: Tx, input: { organizationId: string; id: string; data: D; inline?: number }): Promise<void>
@@ -110,7 +118,7 @@ export class TransactionsService {
   private readonly db: Db
   private readonly accounts: AccountDirectory
   private readonly quotes: QuoteUser
-  private readonly flows = new Map<string, MovementFlow>()
+  private readonly flows = new Map<string, MovementFlow<QuotedMovement>>()
   private readonly afterCreate: () => void
 
   constructor(deps: { db: Db; accounts: AccountDirectory; quotes: QuoteUser; afterCreate?: () => void }) {
@@ -121,7 +129,7 @@ export class TransactionsService {
   }
 
   /** The flow that carries out quotes of a kind (`trade`, `transfer`, …). */
-  executeWith(kind: TransactionKind, flow: MovementFlow): void {
+  executeWith(kind: TransactionKind, flow: MovementFlow<QuotedMovement>): void {
     this.flows.set(kind, flow)
   }
 
@@ -162,7 +170,9 @@ export class TransactionsService {
         created_at: at,
       })
       try {
-        await flow.start(tx, { organizationId: principal.organizationId, id: row.id, data: {}, inline: 1 })
+        if (quote.origin_account_id === null) throw new Error(`Quote ${quote.id} of kind ${quote.kind} has no origin account`)
+        const data = { originAccountId: quote.origin_account_id, originAmount: quote.origin_amount, originAsset: quote.origin_asset, destinationAsset: quote.destination_asset }
+        await flow.start(tx, { organizationId: principal.organizationId, id: row.id, data, inline: 1 })
       } catch (error) {
         // The ledger names its account; the API names the request's part, as the reference does.
         if (error instanceof DomainError && error.code === 'insufficient_balance') {

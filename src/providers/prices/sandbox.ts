@@ -121,6 +121,8 @@ export function walkFactor(seed: string, asset: string, volatility: string, atMs
 export class SandboxPriceFeed implements PriceFeed {
   private readonly seed: string
   private readonly levels: ReadonlyMap<string, SimulatedLevel>
+  /** The last quote of each asset with its second: the walk only moves once a second, and quotes ask for now. */
+  private readonly latest = new Map<string, { second: number; quote: UsdQuote }>()
 
   /** `fiat` are the currencies to price; those missing from the table get a pseudo level. */
   constructor(seed: string, fiat: readonly string[], levels: Readonly<Record<string, SimulatedLevel>> = SANDBOX_LEVELS) {
@@ -143,11 +145,17 @@ export class SandboxPriceFeed implements PriceFeed {
   quoteAt(asset: string, atMs: number): UsdQuote | null {
     const level = this.levels.get(asset)
     if (!level) return null
+    const second = Math.floor(atMs / 1000)
+    const latest = this.latest.get(asset)
+    if (latest?.second === second) return latest.quote
     const mid = new Decimal(level.usd).times(walkFactor(this.seed, asset, level.dailyVolatility, atMs)).precision(24)
-    return {
+    const quote = {
       mid: mid.toFixed(),
       bid: mid.times(new Decimal(1).minus(level.halfSpread)).precision(24, BigNumber.ROUND_DOWN).toFixed(),
       ask: mid.times(new Decimal(1).plus(level.halfSpread)).precision(24, BigNumber.ROUND_UP).toFixed(),
     }
+    // Only the newest second is kept: history is recorded in price_points, and now is what is asked again.
+    if (latest === undefined || second > latest.second) this.latest.set(asset, { second, quote })
+    return quote
   }
 }
