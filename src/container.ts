@@ -166,7 +166,7 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
   const decimalsOf = (code: string) => assetCatalogue.find(code)?.decimals
   const quotes = new QuotesService({
     db: database.db,
-    accounts: { get: (principal, id) => accounts.get(principal, id) },
+    accounts: { getMany: (principal, ids) => accounts.getMany(principal, ids) },
     assets: { decimalsOf, forUser: (principal, codes, enabled) => assets.getMany(principal, codes, enabled) },
     capabilities,
     prices: { usdQuote: (code) => rates.usdQuote(code) },

@@ -19,6 +19,19 @@ export function findActive(db: Executor, organizationId: string, ownerId: string
     .executeTakeFirst()
 }
 
+/** The accounts of the user among `ids` that are not archived. */
+export function findActiveMany(db: Executor, organizationId: string, ownerId: string, ids: readonly string[]): Promise<AccountRow[]> {
+  if (ids.length === 0) return Promise.resolve([])
+  return db
+    .selectFrom('accounts')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('owner_id', '=', ownerId)
+    .where('id', 'in', ids)
+    .where('archived_at', 'is', null)
+    .execute()
+}
+
 /** The asset of an account of the user and when it was archived, archived or not. */
 export function findHolding(db: Executor, organizationId: string, ownerId: string, id: string): Promise<Pick<AccountRow, 'asset' | 'archived_at'> | undefined> {
   return db

@@ -94,6 +94,12 @@ export class AccountsService {
     return this.withBalances(principal.organizationId, rows)
   }
 
+  /** The acting user's open accounts among `accountIds` (ids as stored, lower case), with their balances; the others are left out. */
+  async getMany(principal: Principal, accountIds: readonly string[]): Promise<Account[]> {
+    const rows = await repository.findActiveMany(this.db, principal.organizationId, actingUser(principal), accountIds)
+    return this.withBalances(principal.organizationId, rows)
+  }
+
   async get(principal: Principal, accountId: string): Promise<Account> {
     const row = await repository.findActive(this.db, principal.organizationId, actingUser(principal), accountId.toLowerCase())
     if (!row) throw notFound('account')

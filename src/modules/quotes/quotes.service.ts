@@ -11,9 +11,9 @@ import type { CreateQuoteBody, Quote, TransactionRulesFile } from './quotes.sche
 /** What a quote between two accounts is: an exchange of two assets, or a move of one asset. */
 export type QuoteKind = 'trade' | 'transfer'
 
-/** The acting user's accounts, as the accounts module shows them; `get` throws 404 for any other. */
+/** The acting user's open accounts among the ids, as the accounts module shows them; others are left out. */
 export interface QuoteAccounts {
-  get(principal: Principal, accountId: string): Promise<{ id: string; ownerId: string; asset: string; balance: { available: string } }>
+  getMany(principal: Principal, accountIds: readonly string[]): Promise<{ id: string; ownerId: string; asset: string; balance: { available: string } }[]>
 }
 
 export interface QuoteAssets {
@@ -99,8 +99,7 @@ export class QuotesService {
   async create(principal: Principal, body: CreateQuoteBody): Promise<Quote> {
     const ownerId = actingUser(principal)
     const ttl = this.ttlOf(body.ttl)
-    const origin = await this.account(principal, body.origin, 'origin')
-    const destination = await this.account(principal, body.destination, 'destination')
+    const [origin, destination] = await this.accountsOf(principal, body.origin, body.destination)
     if (origin.id === destination.id) throw new DomainError('transaction_node_invalid', 'The origin and the destination are the same account')
     const kind: QuoteKind = origin.asset === destination.asset ? 'transfer' : 'trade'
 
@@ -193,17 +192,22 @@ export class QuotesService {
     return requested
   }
 
-  private async account(principal: Principal, node: CreateQuoteBody['origin'] | CreateQuoteBody['destination'], end: 'origin' | 'destination') {
-    if (node.type !== 'account') {
-      throw operationNotAllowed(`${end === 'origin' ? 'Origin' : 'Destination'} node type '${node.type}' is not supported yet: quotes move money between accounts`, ['node-type-not-supported'])
+  /** Both ends' accounts, read together; 409 for a node type not executed yet, 404 for an account not the user's. */
+  private async accountsOf(principal: Principal, origin: CreateQuoteBody['origin'], destination: CreateQuoteBody['destination']) {
+    const ends = [['origin', origin], ['destination', destination]] as const
+    for (const [end, node] of ends) {
+      if (node.type !== 'account') {
+        throw operationNotAllowed(`${end === 'origin' ? 'Origin' : 'Destination'} node type '${node.type}' is not supported yet: quotes move money between accounts`, ['node-type-not-supported'])
+      }
     }
-    if (!isUuid(node.id)) throw notFound('account', { context: 'body', property: end })
-    try {
-      return await this.accounts.get(principal, node.id.toLowerCase())
-    } catch (error) {
-      if ((error as { code?: unknown }).code === 'entity_not_found') throw notFound('account', { context: 'body', property: end })
-      throw error
+    const ids = ends.map(([, node]) => (node as { id: string }).id.toLowerCase())
+    const found = new Map((await this.accounts.getMany(principal, ids.filter((id) => isUuid(id)))).map((account) => [account.id, account]))
+    const accountOf = (end: 'origin' | 'destination', id: string) => {
+      const account = found.get(id)
+      if (!account) throw notFound('account', { context: 'body', property: end })
+      return account
     }
+    return [accountOf('origin', ids[0]!), accountOf('destination', ids[1]!)] as const
   }
 
   private async checkFeatures(principal: Principal, kind: QuoteKind, originAsset: string, destinationAsset: string, enabled?: ReadonlySet<string>): Promise<void> {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { activeCooldowns, featuresFor, featuresWithoutCapability, type CooldownRule, type RestrictionRule } from './asset-rules.ts'
+import { activeCooldowns, featuresFor, featuresWithoutCapability, mayCoolDown, type CooldownRule, type RestrictionRule } from './asset-rules.ts'
 
 const ALL = ['buy', 'deposit', 'sell', 'transfer', 'withdraw'] as const
 const btc = { code: 'BTC', type: 'crypto' as const, features: [...ALL] }
@@ -33,6 +33,14 @@ describe('asset rules', () => {
     assert.deepEqual(activeCooldowns(gbp, gb, cooldownRules, hoursLater(1)), [])
     assert.deepEqual(activeCooldowns(btc, { ...gb, residence: { country: 'DE' } }, cooldownRules, hoursLater(1)), [])
     assert.deepEqual(activeCooldowns(btc, { ...gb, cooldownsSkippedAt: hoursLater(0.5) }, cooldownRules, hoursLater(1)), [])
+  })
+
+  test('a cooldown may run only where a rule covers the residence and within its hours of onboarding', () => {
+    const gb = { residence: { country: 'GB' }, since }
+    assert.equal(mayCoolDown(gb, cooldownRules, hoursLater(1)), true)
+    assert.equal(mayCoolDown(gb, cooldownRules, hoursLater(24)), false)
+    assert.equal(mayCoolDown({ ...gb, residence: { country: 'DE' } }, cooldownRules, hoursLater(1)), false)
+    assert.equal(mayCoolDown({ ...gb, residence: null }, cooldownRules, hoursLater(1)), false)
   })
 
   test('features whose capability is restricted for the user are left out, by asset type', () => {

@@ -51,10 +51,12 @@ export interface Cooldown {
   endsAt: string
 }
 
+function livesIn(regions: readonly string[], residence: Residence): boolean {
+  return regions.includes(residence.country) || (residence.subdivision !== undefined && regions.includes(residence.subdivision))
+}
+
 function covers(scope: Scope, asset: { code: string; type: AssetType }, residence: Residence | null): boolean {
-  if (residence === null) return false
-  const inRegion = scope.regions.includes(residence.country) || (residence.subdivision !== undefined && scope.regions.includes(residence.subdivision))
-  if (!inRegion) return false
+  if (residence === null || !livesIn(scope.regions, residence)) return false
   if (scope.assetTypes === undefined && scope.assets === undefined) return true
   return (scope.assetTypes?.includes(asset.type) ?? false) || (scope.assets?.includes(asset.code) ?? false)
 }
@@ -70,6 +72,16 @@ export function activeCooldowns(
     .map((rule) => ({ rule: rule.rule, features: [...rule.features], endsAt: new Date(user.since.getTime() + rule.hours * 3_600_000) }))
     .filter((cooldown) => cooldown.endsAt > now)
     .map((cooldown) => ({ ...cooldown, endsAt: cooldown.endsAt.toISOString() }))
+}
+
+/**
+ * Whether any cooldown could still run for the user (one of the rules covers where they live and its hours have
+ * not passed since they were onboarded): when none can, their cooldown skip does not matter and need not be read.
+ */
+export function mayCoolDown(user: Pick<UserStanding, 'residence' | 'since'>, rules: readonly CooldownRule[], now: Date): boolean {
+  const residence = user.residence
+  if (residence === null) return false
+  return rules.some((rule) => livesIn(rule.regions, residence) && user.since.getTime() + rule.hours * 3_600_000 > now.getTime())
 }
 
 /** The asset's features as the user may use them: without those restricted where they live or cooling down. */

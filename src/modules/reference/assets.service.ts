@@ -3,7 +3,7 @@ import BigNumber from 'bignumber.js'
 import type { Db } from '../../db/schema.ts'
 import type { Principal } from '../../http/principal.ts'
 import { notFound } from '../../lib/errors.ts'
-import { activeCooldowns, featuresFor, type Residence, type UserStanding } from './asset-rules.ts'
+import { activeCooldowns, featuresFor, mayCoolDown, type Residence, type UserStanding } from './asset-rules.ts'
 import * as repository from './assets.repository.ts'
 import type { Asset, AssetDefinition, AssetSort, AssetsFile } from './assets.schemas.ts'
 import { relativeChange, INTERVAL_STEPS, type HistoryInterval } from './rates.ts'
@@ -134,7 +134,7 @@ export class AssetsService {
     const user = await this.users.standing(principal)
     if (!user) return null
     const [skippedAt, enabledCapabilities] = await Promise.all([
-      repository.findCooldownSkip(this.db, principal.organizationId, principal.userId),
+      mayCoolDown(user, this.catalogue.file.cooldowns, this.now()) ? repository.findCooldownSkip(this.db, principal.organizationId, principal.userId) : null,
       enabled ?? (this.capabilities ? this.capabilities.enabledFor(principal) : null),
     ])
     return { ...user, cooldownsSkippedAt: skippedAt ?? null, enabledCapabilities }
