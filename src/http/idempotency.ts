@@ -60,6 +60,31 @@ function fingerprint(request: FastifyRequest): { operation: string; requestHash:
   return { operation, requestHash: requestHash(operation, typeof onBehalfOf === 'string' ? onBehalfOf : undefined, request.body) }
 }
 
+/** The request's Idempotency-Key, checked: undefined when it has none, 400 when it is malformed. */
+function keyOf(request: FastifyRequest): string | undefined {
+  const key = request.headers[IDEMPOTENCY_KEY_HEADER]
+  if (key === undefined) return undefined
+  if (typeof key !== 'string' || !KEY_FORMAT.test(key)) {
+    throw requestInvalid('headers', [{ property: IDEMPOTENCY_KEY_HEADER, rule: 'pattern', ruleParams: { pattern: '1 to 255 printable ASCII characters' } }])
+  }
+  return key
+}
+
+/** Answers a retry with the key's first answer: 422 for another request under the key, 409 while the first runs. */
+async function replay(db: Db, scope: IdempotencyScope, requestHash: string, reply: FastifyReply): Promise<FastifyReply> {
+  const existing = await repository.findKey(db, scope)
+  if (!existing || existing.request_hash !== requestHash) {
+    throw new ApiError(422, 'idempotency_key_reused', 'This Idempotency-Key was already used with a different request')
+  }
+  if (existing.status === 'running') {
+    throw new ApiError(409, 'idempotency_request_in_progress', 'A request with this Idempotency-Key is still being processed; retry later', undefined, { 'retry-after': '1' })
+  }
+  return reply
+    .headers({ ...(existing.response_headers ?? {}), [REPLAYED_HEADER]: 'true' })
+    .status(existing.response_status ?? 200)
+    .send(existing.response_body ?? '')
+}
+
 /**
  * `Idempotency-Key` for the routes that opt in (`config.idempotent`). The key is claimed before the
  * handler runs and the response stored when it is sent; a 5xx releases the key so the retry runs again.
@@ -69,11 +94,8 @@ export function registerIdempotency(app: App, db: Db): void {
 
   const claim = async (request: FastifyRequest, reply: FastifyReply) => {
     if (!request.principal) return
-    const key = request.headers[IDEMPOTENCY_KEY_HEADER]
+    const key = keyOf(request)
     if (key === undefined) return
-    if (typeof key !== 'string' || !KEY_FORMAT.test(key)) {
-      throw requestInvalid('headers', [{ property: IDEMPOTENCY_KEY_HEADER, rule: 'pattern', ruleParams: { pattern: '1 to 255 printable ASCII characters' } }])
-    }
     const scope = { organizationId: request.principal.organizationId, clientId: request.principal.clientId, key }
     const request_ = fingerprint(request)
     const now = new Date()
@@ -86,17 +108,7 @@ export function registerIdempotency(app: App, db: Db): void {
       request.idempotency = scope
       return
     }
-    const existing = await repository.findKey(db, scope)
-    if (!existing || existing.request_hash !== request_.requestHash) {
-      throw new ApiError(422, 'idempotency_key_reused', 'This Idempotency-Key was already used with a different request')
-    }
-    if (existing.status === 'running') {
-      throw new ApiError(409, 'idempotency_request_in_progress', 'A request with this Idempotency-Key is still being processed; retry later', undefined, { 'retry-after': '1' })
-    }
-    return reply
-      .headers({ ...(existing.response_headers ?? {}), [REPLAYED_HEADER]: 'true' })
-      .status(existing.response_status ?? 200)
-      .send(existing.response_body ?? '')
+    return replay(db, scope, request_.requestHash, reply)
   }
 
   const complete = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
@@ -153,32 +165,17 @@ export async function atomicIdempotency<T>(
   status: number,
   work: (guard: { claim(tx: Tx): Promise<void>; complete(tx: Tx, status: number, body: unknown): Promise<void> } | null) => Promise<T>,
 ): Promise<FastifyReply> {
-  const key = request.headers[IDEMPOTENCY_KEY_HEADER]
+  const key = keyOf(request)
   if (key === undefined || !request.principal) return reply.status(status).send(await work(null))
-  if (typeof key !== 'string' || !KEY_FORMAT.test(key)) {
-    throw requestInvalid('headers', [{ property: IDEMPOTENCY_KEY_HEADER, rule: 'pattern', ruleParams: { pattern: '1 to 255 printable ASCII characters' } }])
-  }
   const scope = { organizationId: request.principal.organizationId, clientId: request.principal.clientId, key }
   const fingerprint_ = fingerprint(request)
-  const replay = async () => {
-    const existing = await repository.findKey(db, scope)
-    if (!existing || existing.request_hash !== fingerprint_.requestHash) {
-      throw new ApiError(422, 'idempotency_key_reused', 'This Idempotency-Key was already used with a different request')
-    }
-    if (existing.status === 'running') {
-      throw new ApiError(409, 'idempotency_request_in_progress', 'A request with this Idempotency-Key is still being processed; retry later', undefined, { 'retry-after': '1' })
-    }
-    return reply
-      .headers({ ...(existing.response_headers ?? {}), [REPLAYED_HEADER]: 'true' })
-      .status(existing.response_status ?? 200)
-      .send(existing.response_body ?? '')
-  }
+  const replayFirst = () => replay(db, scope, fingerprint_.requestHash, reply)
   const times = () => {
     const now = new Date()
     return { now, lockedUntil: now, expiresAt: new Date(now.getTime() + KEY_LIFETIME_MS) }
   }
   // Most retries come after the first answer: replay without opening a transaction.
-  if (await repository.findKey(db, scope).then((row) => row !== undefined && row.expires_at > new Date())) return replay()
+  if (await repository.findKey(db, scope).then((row) => row !== undefined && row.expires_at > new Date())) return replayFirst()
   const guard = {
     claim: async (tx: Tx) => {
       if (!(await repository.claimKey(tx, scope, fingerprint_, times()))) throw new KeyAlreadyCommitted()
@@ -190,7 +187,7 @@ export async function atomicIdempotency<T>(
     const result = await work(guard)
     return reply.status(status).send(result)
   } catch (error) {
-    if (error instanceof KeyAlreadyCommitted) return replay()
+    if (error instanceof KeyAlreadyCommitted) return replayFirst()
     const refusal = toApiError(error, 0)
     if (refusal.status >= 400 && refusal.status < 500 && refusal.code !== 'idempotency_key_reused') {
       await repository.recordAnswer(db, scope, fingerprint_, times(), { status: refusal.status, headers: { 'content-type': JSON_TYPE }, body: JSON.stringify(refusal.toBody()) })

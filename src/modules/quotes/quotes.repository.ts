@@ -1,26 +1,6 @@
-import type { Executor, QuoteRow, StoredDenomination, StoredFee, Tx } from '../../db/schema.ts'
+import type { Executor, QuoteRow, Tx } from '../../db/schema.ts'
 
-export interface NewQuote {
-  organization_id: string
-  id: string
-  owner_id: string
-  kind: string
-  origin: Record<string, unknown>
-  destination: Record<string, unknown>
-  origin_account_id: string | null
-  destination_account_id: string | null
-  origin_asset: string
-  origin_amount: string
-  origin_rate: string
-  destination_asset: string
-  destination_amount: string
-  destination_rate: string
-  denomination: StoredDenomination
-  fees: StoredFee[]
-  requirements: string[]
-  created_at: Date
-  expires_at: Date
-}
+export type NewQuote = Omit<QuoteRow, 'used_at'>
 
 export async function insert(db: Executor, row: NewQuote): Promise<void> {
   await db

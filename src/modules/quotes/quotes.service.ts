@@ -162,7 +162,7 @@ export class QuotesService {
       expires_at: new Date(now.getTime() + ttl),
     }
     await repository.insert(this.db, row)
-    return presentQuote({ ...row, used_at: null } as QuoteRow)
+    return presentQuote({ ...row, used_at: null })
   }
 
   /**

@@ -26,21 +26,25 @@ export interface NewTransaction {
   created_at: Date
 }
 
+function processingRow(row: NewTransaction) {
+  return {
+    ...row,
+    status: 'processing' as const,
+    reason: null,
+    origin: JSON.stringify(row.origin),
+    destination: JSON.stringify(row.destination),
+    denomination: JSON.stringify(row.denomination),
+    fees: JSON.stringify(row.fees),
+    updated_at: row.created_at,
+    completed_at: null,
+  }
+}
+
 /** Inserts a deposit (status `processing`) unless its reference was recorded already: the row as stored, or undefined. */
 export function insertDeposit(db: Executor, row: NewTransaction & { destination_account_id: string; reference: string }): Promise<TransactionRow | undefined> {
   return db
     .insertInto('transactions')
-    .values({
-      ...row,
-      status: 'processing',
-      reason: null,
-      origin: JSON.stringify(row.origin),
-      destination: JSON.stringify(row.destination),
-      denomination: JSON.stringify(row.denomination),
-      fees: JSON.stringify(row.fees),
-      updated_at: row.created_at,
-      completed_at: null,
-    })
+    .values(processingRow(row))
     .onConflict((conflict) => conflict.columns(['organization_id', 'reference']).doNothing())
     .returningAll()
     .executeTakeFirst()
@@ -48,21 +52,7 @@ export function insertDeposit(db: Executor, row: NewTransaction & { destination_
 
 /** Inserts a movement decided by a quote (status `processing`); the quote's unique index refuses a second one. */
 export async function insert(tx: Tx, row: NewTransaction): Promise<TransactionRow> {
-  return tx
-    .insertInto('transactions')
-    .values({
-      ...row,
-      status: 'processing',
-      reason: null,
-      origin: JSON.stringify(row.origin),
-      destination: JSON.stringify(row.destination),
-      denomination: JSON.stringify(row.denomination),
-      fees: JSON.stringify(row.fees),
-      updated_at: row.created_at,
-      completed_at: null,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow()
+  return tx.insertInto('transactions').values(processingRow(row)).returningAll().executeTakeFirstOrThrow()
 }
 
 export function findByReference(db: Executor, organizationId: string, reference: string): Promise<TransactionRow | undefined> {

@@ -1,4 +1,4 @@
-import type { Db, Executor, TransactionRow, Tx } from '../../db/schema.ts'
+import type { Db, Executor, QuoteRow, TransactionRow, Tx } from '../../db/schema.ts'
 import { pageWindow, type PageWindow, type PaginationParams } from '../../http/pagination.ts'
 import type { Principal } from '../../http/principal.ts'
 import { DomainError, notFound, type ErrorBody } from '../../lib/errors.ts'
@@ -53,24 +53,8 @@ export interface AccountDirectory {
   ownedAccount(principal: Principal, accountId: string): Promise<string | null>
 }
 
-/** A quote taken for execution (the quotes module's `use`). */
-export interface UsedQuote {
-  id: string
-  kind: string
-  origin: Record<string, unknown>
-  destination: Record<string, unknown>
-  origin_account_id: string | null
-  destination_account_id: string | null
-  origin_asset: string
-  origin_amount: string
-  origin_rate: string
-  destination_asset: string
-  destination_amount: string
-  destination_rate: string
-  denomination: TransactionRow['denomination']
-  fees: TransactionRow['fees']
-  created_at: Date
-}
+/** A quote taken for execution (the quotes module's `use`): what the transaction copies from it. */
+export type UsedQuote = Omit<QuoteRow, 'organization_id' | 'owner_id' | 'requirements' | 'expires_at' | 'used_at'>
 
 export interface QuoteUser {
   use(tx: Tx, principal: Principal, quoteId: string, at: Date): Promise<UsedQuote>
