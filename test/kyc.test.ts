@@ -545,7 +545,7 @@ for (const engine of ENGINES) {
         const principal = { organizationId: ctx.client.organizationId, clientId: ctx.client.clientId, scopes: new Set<string>(), subject: 'user:individual' as const, userId }
         await assert.rejects(
           kyc.updateIdentity(principal, { type: 'electronic-verification', input: { data: { givenName: 'John', familyName: 'Doe', birthdate: '1987-01-01', citizenshipCountry: 'GB' } } }),
-          (error: { status?: number; code?: string }) => error.status === 503 && error.code === 'service_unavailable',
+          (error: { code?: string; retryable?: boolean; retryAfterSeconds?: number }) => error.code === 'service_unavailable' && error.retryable === true && error.retryAfterSeconds === 30,
         )
         const identity = (await overview(userId)).processes.identity!
         assert.deepEqual({ status: identity.status, submittable: identity.verification.submittable }, { status: 'pending', submittable: true })

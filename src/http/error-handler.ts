@@ -13,7 +13,7 @@ export function toApiError(error: unknown, bodyLimitBytes: number): ApiError {
   if (error instanceof DomainError) {
     const status = statusOf(error.code)
     if (status === 500) return new ApiError(500, 'internal_error', 'An unexpected error occurred; report the request id')
-    return new ApiError(status, error.code, error.message, error.details, error.retryable && status === 503 ? { 'retry-after': '1' } : undefined)
+    return new ApiError(status, error.code, error.message, error.details, error.retryable && status === 503 ? { 'retry-after': String(error.retryAfterSeconds ?? 1) } : undefined)
   }
   const fastifyError = error as Partial<FastifyError> & { validation?: SchemaError[]; validationContext?: string }
   if (Array.isArray(fastifyError.validation)) {

@@ -45,3 +45,12 @@ test('the helpers keep the bodies the API has always answered', () => {
     details: { threshold: { unit: 'characters', limit: '1024' } },
   })
 })
+
+test('a domain error that says when to retry is retryable, and keeps its cause', () => {
+  const cause = new Error('connection refused')
+  const error = new DomainError('service_unavailable', 'Try later', { retryAfterSeconds: 30, cause })
+  assert.equal(error.retryable, true)
+  assert.equal(error.retryAfterSeconds, 30)
+  assert.equal(error.cause, cause)
+  assert.equal(new DomainError('service_unavailable', 'Try later', { retryable: true }).retryAfterSeconds, undefined)
+})

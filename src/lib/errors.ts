@@ -80,13 +80,16 @@ export class DomainError extends Error {
   readonly details: Record<string, unknown> | undefined
   /** True when the same request may succeed later (a provider was unreachable, a lock timed out). */
   readonly retryable: boolean
+  /** For a retryable error: how long to wait before trying again, when the thrower knows better than a second. */
+  readonly retryAfterSeconds: number | undefined
 
-  constructor(code: ErrorCode, message: string, options: { details?: Record<string, unknown>; retryable?: boolean } = {}) {
-    super(message)
+  constructor(code: ErrorCode, message: string, options: { details?: Record<string, unknown>; retryable?: boolean; retryAfterSeconds?: number; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
     this.name = 'DomainError'
     this.code = code
     this.details = options.details
-    this.retryable = options.retryable ?? false
+    this.retryable = options.retryable ?? options.retryAfterSeconds !== undefined
+    this.retryAfterSeconds = options.retryAfterSeconds
   }
 
   toBody(): ErrorBody {

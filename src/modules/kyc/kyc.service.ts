@@ -1,7 +1,6 @@
 import { parsePhoneNumberFromString } from 'libphonenumber-js/max'
 import { isUniqueViolation } from '../../db/errors.ts'
 import type { Db, KycProcessRow, Tx } from '../../db/schema.ts'
-import { ApiError } from '../../http/errors.ts'
 import type { Principal } from '../../http/principal.ts'
 import { conflict, DomainError, notFound, operationNotAllowed, requestInvalid } from '../../lib/errors.ts'
 import type { EvidenceFile, KycProvider, PersonData, PostalAddress } from '../../providers/kyc/kyc-provider.ts'
@@ -637,11 +636,9 @@ export class KycService {
         const current = records.get(code)!
         if (current.status === 'running') await save({ ...current, status: move(code, current.status, { type: 'abort' }) })
       })
-      // Not a DomainError: the edge answers a retryable one with `Retry-After: 1`, too soon for a provider that is down.
-      const unavailable = new ApiError(503, 'service_unavailable', `The '${code}' verification could not be completed; submit it again later`, undefined, { 'retry-after': '30' })
-      // Kept for the logs; the client only learns that it may retry.
-      unavailable.cause = error
-      throw unavailable
+      // Retried in 30 s rather than at once: a provider that is down is not back within a second. The cause is
+      // kept for the logs; the client only learns that it may retry.
+      throw new DomainError('service_unavailable', `The '${code}' verification could not be completed; submit it again later`, { retryAfterSeconds: 30, cause: error })
     }
     const record = await this.change(target, [code], async ({ records, save }) => {
       const current = records.get(code)!
