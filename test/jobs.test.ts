@@ -5,6 +5,7 @@ import type { Db } from '../src/db/schema.ts'
 import { claimDue, findJob } from '../src/jobs/jobs.repository.ts'
 import { enqueue, JobHandlers, type JobHandler } from '../src/jobs/queue.ts'
 import { Worker } from '../src/jobs/worker.ts'
+import { DomainError } from '../src/lib/errors.ts'
 import { ENGINES, openTestDatabase, TEST_DATABASE_URL, testConfig } from './helpers.ts'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -89,6 +90,25 @@ for (const engine of ENGINES) {
       assert.equal(failed?.attempts, 3)
       assert.equal(failed?.last_error, 'Error: rail unavailable')
       assert.equal(errors.length, 1)
+    })
+
+    test('a job failing with an error that is not retryable fails at once; a retryable one is retried', async () => {
+      const final = freshType()
+      const transient = freshType()
+      let transientCalls = 0
+      const worker = workerFor(database.db, {
+        [final]: async () => { throw new DomainError('operation_not_allowed', 'refused for good') },
+        [transient]: async () => { if (++transientCalls === 1) throw new DomainError('service_unavailable', 'provider down', { retryable: true }) },
+      }, { retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 1 } })
+      const refused = await enqueue(database.db, { type: final, payload: {}, maxAttempts: 3 })
+      const retried = await enqueue(database.db, { type: transient, payload: {}, maxAttempts: 3 })
+      await worker.drain()
+      const failed = await findJob(database.db, refused)
+      assert.deepEqual([failed?.status, failed?.attempts, failed?.last_error], ['failed', 1, 'DomainError: refused for good'])
+      await sleep(5)
+      await worker.drain()
+      const done = await findJob(database.db, retried)
+      assert.deepEqual([done?.status, done?.attempts], ['completed', 2])
     })
 
     test('a job whose worker died is taken over once its lease has passed', async () => {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import os from 'node:os'
 import type { Db, JobRow } from '../db/schema.ts'
+import { isRetryable } from '../lib/errors.ts'
 import { afterFailure, DEFAULT_RETRY_POLICY, type RetryPolicy } from './backoff.ts'
 import * as repository from './jobs.repository.ts'
 import type { JobHandlers } from './queue.ts'
@@ -202,11 +203,12 @@ export class Worker {
   private async recordFailure(job: JobRow, error: unknown): Promise<void> {
     const { db, logger, retry } = this.options
     const at = new Date()
-    const next = afterFailure(job.attempts, { ...retry, maxAttempts: job.max_attempts }, at)
+    // The error decides: a refusal that no retry can cure (a domain error that is not retryable) fails at once.
+    const next = isRetryable(error) ? afterFailure(job.attempts, { ...retry, maxAttempts: job.max_attempts }, at) : { giveUp: true as const }
     try {
       if ('giveUp' in next) {
         await repository.fail(db, job.id, this.id, describe(error), at)
-        logger.error({ err: error, jobId: job.id, type: job.type, attempts: job.attempts }, 'job failed for good after its last attempt')
+        logger.error({ err: error, jobId: job.id, type: job.type, attempts: job.attempts }, isRetryable(error) ? 'job failed for good after its last attempt' : 'job failed for good: its error is not retryable')
       } else {
         await repository.reschedule(db, job.id, this.id, next.retryAt, describe(error), at)
         logger.warn({ err: error, jobId: job.id, type: job.type, attempts: job.attempts, retryAt: next.retryAt }, 'job failed; retrying later')
