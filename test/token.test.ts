@@ -103,6 +103,15 @@ for (const engine of ENGINES) {
       assert.equal(one.json().scope, 'core.users:read')
     })
 
+    test('a bearer refusal carries the RFC 6750 challenge: the scheme without a token, the reason with a bad one', async () => {
+      const without = await ctx.request({ method: 'GET', url: '/core/users/me' })
+      assert.equal(without.status, 401)
+      assert.equal(without.headers['www-authenticate'], 'Bearer realm="tessera"')
+      const bad = await ctx.request({ method: 'GET', url: '/core/users/me', headers: { authorization: 'Bearer not.a.jwt' } })
+      assert.equal(bad.status, 401)
+      assert.equal(bad.headers['www-authenticate'], 'Bearer realm="tessera", error="invalid_token", error_description="The access token is invalid"')
+    })
+
     describe('RFC 6749 §5.2 errors', () => {
       test('a missing grant_type is invalid_request', async () => {
         assertOAuthError(await tokenRequest({}, { authorization: basicAuth(ctx.client) }), 400, 'invalid_request')

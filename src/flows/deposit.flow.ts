@@ -1,6 +1,6 @@
 import type { LedgerService } from '../modules/ledger/index.ts'
 import type { TransactionsService } from '../modules/transactions/index.ts'
-import { failureReason } from './failure-reasons.ts'
+import { failTransaction } from './failure-reasons.ts'
 import type { FlowHandle, FlowRunner } from './runner.ts'
 
 /**
@@ -49,9 +49,6 @@ export function defineDepositFlow(deps: { runner: FlowRunner; ledger: LedgerServ
         },
       },
     ],
-    async onFailed(tx, flow, error) {
-      const rows = await transactions.lockProcessing(tx, flow.organizationId, [flow.id])
-      await transactions.apply(tx, rows, 'fail', failureReason(error))
-    },
+    onFailed: failTransaction(transactions),
   })
 }

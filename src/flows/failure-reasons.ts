@@ -1,5 +1,7 @@
 import { DomainError } from '../lib/errors.ts'
-import type { TransactionStatusReason } from '../modules/transactions/index.ts'
+import type { Tx } from '../db/schema.ts'
+import type { TransactionsService, TransactionStatusReason } from '../modules/transactions/index.ts'
+import type { Flow } from './runner.ts'
 
 /**
  * The reason a transaction fails with, from the error that failed its flow: a step may name it
@@ -12,4 +14,12 @@ export function failureReason(error: unknown): TransactionStatusReason {
     if (error.code === 'insufficient_balance') return 'insufficient-funds'
   }
   return 'unspecified-error'
+}
+
+/** A flow's `onFailed` for movements: the transaction, if still processing, fails with the error's reason. */
+export function failTransaction(transactions: TransactionsService) {
+  return async (tx: Tx, flow: Flow<unknown>, error: unknown): Promise<void> => {
+    const rows = await transactions.lockProcessing(tx, flow.organizationId, [flow.id])
+    await transactions.apply(tx, rows, 'fail', failureReason(error))
+  }
 }

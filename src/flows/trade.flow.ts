@@ -3,7 +3,7 @@ import type { Tx } from '../db/schema.ts'
 import { DomainError } from '../lib/errors.ts'
 import type { LedgerService } from '../modules/ledger/index.ts'
 import type { TransactionsService } from '../modules/transactions/index.ts'
-import { failureReason } from './failure-reasons.ts'
+import { failTransaction } from './failure-reasons.ts'
 import type { FlowHandle, FlowRunner } from './runner.ts'
 
 export interface TradeFlowData {
@@ -123,9 +123,6 @@ export function defineTradeFlow(deps: { runner: FlowRunner; ledger: LedgerServic
         },
       },
     ],
-    async onFailed(tx, flow, error) {
-      const rows = await transactions.lockProcessing(tx, flow.organizationId, [flow.id])
-      await transactions.apply(tx, rows, 'fail', failureReason(error))
-    },
+    onFailed: failTransaction(transactions),
   })
 }

@@ -53,8 +53,10 @@ export function errorHandler(bodyLimitBytes: number) {
   return function handle(error: unknown, request: FastifyRequest, reply: FastifyReply) {
     const oauthShape = request.routeOptions.config?.oauthErrors === true
     if (error instanceof OAuthError) {
-      if (error.status === 401) reply.header('www-authenticate', 'Basic realm="tessera", charset="UTF-8"')
-      return reply.status(error.status).send({ error: error.error, error_description: error.message })
+      // RFC 6749 §5.2: a failed client authentication is 401 with the scheme to use; every other refusal is 400.
+      const status = error.error === 'invalid_client' ? 401 : 400
+      if (status === 401) reply.header('www-authenticate', 'Basic realm="tessera", charset="UTF-8"')
+      return reply.status(status).send({ error: error.error, error_description: error.message })
     }
     const apiError = toApiError(error, bodyLimitBytes)
     if (apiError.status >= 500) request.log.error({ err: error }, 'request failed')
@@ -67,10 +69,19 @@ export function errorHandler(bodyLimitBytes: number) {
       return reply.status(400).send({ error: 'invalid_request', error_description: description })
     }
     if (apiError.headers) reply.headers(apiError.headers)
+    if (error instanceof DomainError && (error.code === 'token_invalid' || error.code === 'token_expired')) reply.header('www-authenticate', bearerChallenge(request, error))
     return reply.status(apiError.status).send(apiError.toBody())
   }
 }
 
 export function notFoundHandler(request: FastifyRequest, reply: FastifyReply) {
   return reply.status(404).send({ code: 'route_not_found', message: `No operation answers ${request.method} ${request.url.split('?')[0]}` })
+}
+
+/**
+ * RFC 6750 §3: a request without a bearer token is told the scheme; one whose token was refused is also told why.
+ */
+function bearerChallenge(request: FastifyRequest, error: DomainError): string {
+  const sentToken = /^bearer \S/i.test(request.headers.authorization ?? '')
+  return sentToken ? `Bearer realm="tessera", error="invalid_token", error_description="${error.message}"` : 'Bearer realm="tessera"'
 }

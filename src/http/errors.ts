@@ -8,6 +8,8 @@ export type { ErrorBody, RequestContext, Violation }
  * An error that is an HTTP matter (a malformed request, a missing token, the transport's limits): it carries
  * its status and headers. Services raise `DomainError` (src/lib/errors.ts) instead, which the catalogue maps.
  */
+export { OAuthError } from '../lib/errors.ts'
+
 export class ApiError extends Error {
   readonly status: number
   readonly code: string
@@ -30,16 +32,6 @@ export class ApiError extends Error {
   }
 }
 
-/** An RFC 6749 §5.2 error: `{error, error_description}` rather than the API's envelope. */
-export class OAuthError extends Error {
-  readonly status: 400 | 401
-  readonly error: string
-  constructor(status: 400 | 401, error: string, description: string) {
-    super(description)
-    this.status = status
-    this.error = error
-  }
-}
 
 /** A refusal the edge makes itself, worded as the domain's (src/lib/errors.ts), with the catalogue's status. */
 function atEdge(error: DomainError): ApiError {

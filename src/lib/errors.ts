@@ -132,3 +132,16 @@ export function requestInvalid(context: RequestContext, violations: Violation[])
 export function contentTooLarge(unit: 'characters' | 'bytes', limit: number, message: string): DomainError {
   return new DomainError('content_too_large', message, { details: { threshold: { unit, limit: String(limit) } } })
 }
+
+/**
+ * A refusal of an OAuth 2.0 token request (RFC 6749 §5.2), answered as `{error, error_description}` rather than
+ * the API's envelope. `invalid_client` is a failed client authentication (401 at the edge); the rest are 400.
+ */
+export class OAuthError extends Error {
+  readonly error: 'invalid_request' | 'invalid_client' | 'invalid_grant' | 'unauthorized_client' | 'unsupported_grant_type' | 'invalid_scope'
+  constructor(error: OAuthError['error'], description: string) {
+    super(description)
+    this.name = 'OAuthError'
+    this.error = error
+  }
+}

@@ -8,15 +8,9 @@ export async function insertAccount(db: Executor, row: AccountRow): Promise<void
 }
 
 /** An account of the user that is not archived. */
-export function findActive(db: Executor, organizationId: string, ownerId: string, id: string): Promise<AccountRow | undefined> {
-  return db
-    .selectFrom('accounts')
-    .selectAll()
-    .where('organization_id', '=', organizationId)
-    .where('owner_id', '=', ownerId)
-    .where('id', '=', id)
-    .where('archived_at', 'is', null)
-    .executeTakeFirst()
+export async function findActive(db: Executor, organizationId: string, ownerId: string, id: string): Promise<AccountRow | undefined> {
+  const [row] = await findActiveMany(db, organizationId, ownerId, [id])
+  return row
 }
 
 /** The accounts of the user among `ids` that are not archived. */

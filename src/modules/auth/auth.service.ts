@@ -1,4 +1,3 @@
-import { ApiError, OAuthError } from '../../http/errors.ts'
 import {
   ACT_ON_BEHALF_OF_SCOPE,
   parseOnBehalfOf,
@@ -9,7 +8,7 @@ import {
   type Principal,
   type RouteAuth,
 } from '../../http/principal.ts'
-import { DomainError, notFound, requestInvalid } from '../../lib/errors.ts'
+import { DomainError, notFound, OAuthError, requestInvalid } from '../../lib/errors.ts'
 import type { ClientsService } from './clients.service.ts'
 import { grantedScopes } from './clients.service.ts'
 import { TokenVerificationError, type AccessTokenClaims, type TokenSigner } from './tokens.ts'
@@ -60,13 +59,13 @@ function readBasicCredentials(header: string): { clientId: string; clientSecret:
   } catch {
     // Malformed percent-encoding: reported below like any unreadable header.
   }
-  throw new OAuthError(401, 'invalid_client', 'Client id and secret could not be extracted from the Authorization header')
+  throw new OAuthError('invalid_client', 'Client id and secret could not be extracted from the Authorization header')
 }
 
 function optionalString(form: Record<string, unknown>, name: string): string | undefined {
   const value = form[name]
   if (value === undefined) return undefined
-  if (typeof value !== 'string') throw new OAuthError(400, 'invalid_request', `Parameter '${name}' must be given once, as a string`)
+  if (typeof value !== 'string') throw new OAuthError('invalid_request', `Parameter '${name}' must be given once, as a string`)
   return value
 }
 
@@ -92,7 +91,7 @@ export class AuthService {
     const scope = optionalString(form, 'scope')
 
     if (request.authorization !== undefined && (formClientId !== undefined || formClientSecret !== undefined)) {
-      throw new OAuthError(400, 'invalid_request', 'Use one client authentication method: the Authorization header or form fields, not both')
+      throw new OAuthError('invalid_request', 'Use one client authentication method: the Authorization header or form fields, not both')
     }
     let credentials: { clientId: string; clientSecret: string }
     if (request.authorization !== undefined) {
@@ -100,26 +99,26 @@ export class AuthService {
     } else if (formClientId !== undefined && formClientSecret !== undefined) {
       credentials = { clientId: formClientId, clientSecret: formClientSecret }
     } else {
-      throw new OAuthError(401, 'invalid_client', 'Client authentication is required: HTTP Basic or client_id and client_secret form fields')
+      throw new OAuthError('invalid_client', 'Client authentication is required: HTTP Basic or client_id and client_secret form fields')
     }
 
-    if (grantType === undefined || grantType === '') throw new OAuthError(400, 'invalid_request', "Body must have required property 'grant_type'")
+    if (grantType === undefined || grantType === '') throw new OAuthError('invalid_request', "Body must have required property 'grant_type'")
 
     const client = await this.clients.authenticate(credentials.clientId, credentials.clientSecret)
-    if (!client) throw new OAuthError(401, 'invalid_client', 'Client does not exist or secret is incorrect')
+    if (!client) throw new OAuthError('invalid_client', 'Client does not exist or secret is incorrect')
 
-    if (grantType !== 'client_credentials') throw new OAuthError(400, 'unsupported_grant_type', 'Grant type not supported')
+    if (grantType !== 'client_credentials') throw new OAuthError('unsupported_grant_type', 'Grant type not supported')
 
     const granted = grantedScopes(client.scopes, this.clients.scopes)
     let scopes = granted
     if (scope !== undefined && scope.trim() !== '') {
       const requested = [...new Set(scope.trim().split(/ +/))]
-      if (requested.some((s) => !SCOPE_TOKEN.test(s))) throw new OAuthError(400, 'invalid_request', "Parameter 'scope' is malformed")
+      if (requested.some((s) => !SCOPE_TOKEN.test(s))) throw new OAuthError('invalid_request', "Parameter 'scope' is malformed")
       const unknown = requested.filter((s) => !this.clients.scopes.has(s))
-      if (unknown.length > 0) throw new OAuthError(400, 'invalid_scope', `Unknown scope(s): ${unknown.join(' ')}`)
+      if (unknown.length > 0) throw new OAuthError('invalid_scope', `Unknown scope(s): ${unknown.join(' ')}`)
       const grantedSet = new Set(granted)
       if (requested.some((s) => !grantedSet.has(s))) {
-        throw new OAuthError(400, 'invalid_scope', 'Requested scopes must be equal or narrower than the scopes granted to the client')
+        throw new OAuthError('invalid_scope', 'Requested scopes must be equal or narrower than the scopes granted to the client')
       }
       scopes = requested
     }
@@ -165,20 +164,18 @@ export class AuthService {
     return { ...base, subject, userId: target.id }
   }
 
-  /** Refuses with ApiErrors rather than domain errors: the refusals carry the RFC 6750 `WWW-Authenticate` challenge, a header. */
+  /** Refuses with `token_invalid` or `token_expired`; the edge adds the RFC 6750 `WWW-Authenticate` challenge. */
   private async verifyBearer(authorization: string | undefined): Promise<AccessTokenClaims> {
     // The scheme is case-insensitive (RFC 9110 §11.1); the token's own syntax is checked by its verification.
     const token = authorization !== undefined && /^bearer /i.test(authorization) ? authorization.slice(7).trim() : ''
     if (token === '') {
-      throw new ApiError(401, 'token_invalid', 'The access token is invalid', undefined, { 'www-authenticate': 'Bearer realm="tessera"' })
+      throw new DomainError('token_invalid', 'The access token is invalid')
     }
     try {
       return await this.signer.verify(token)
     } catch (error) {
       if (error instanceof TokenVerificationError) {
-        throw new ApiError(401, error.reason, error.message, undefined, {
-          'www-authenticate': `Bearer realm="tessera", error="invalid_token", error_description="${error.message}"`,
-        })
+        throw new DomainError(error.reason, error.message)
       }
       throw error
     }

@@ -137,6 +137,26 @@ function parseSigned(value: string, decimals: number): BigNumber {
   return value.startsWith('-') ? parseAmount(value.slice(1), decimals).negated() : parseAmount(value, decimals)
 }
 
+/** A posting as the ledger stores it: ids as stored, amounts checked, and the digest that tells a retry from a reuse. */
+function checkedPosting<P extends PostingInput>(request: P) {
+  const input = { ...request, legs: request.legs.map((leg) => ({ accountId: idOf('account', leg.accountId), amount: leg.amount })) }
+  for (const leg of input.legs) parseSigned(leg.amount, Number.MAX_SAFE_INTEGER)
+  return { ...input, requestHash: requestDigest({ type: input.type, legs: input.legs, data: input.data ?? {} }) }
+}
+
+/** A capture as the ledger stores it, likewise. */
+function checkedCapture(request: CaptureInput) {
+  const input = { ...request, holdId: idOf('hold', request.holdId), credits: request.credits.map((c) => ({ accountId: idOf('account', c.accountId), amount: c.amount })) }
+  for (const credit of input.credits) parseAmount(credit.amount, Number.MAX_SAFE_INTEGER)
+  if (input.credits.length === 0) throw new Error('A capture needs at least one credit')
+  return { ...input, requestHash: requestDigest({ type: input.type, holdId: input.holdId, credits: input.credits, data: input.data ?? {} }) }
+}
+
+/** The key of a system account in the process's memory of them. */
+function systemKey(organizationId: string, account: SystemAccount): string {
+  return `${organizationId}|${systemCodeOf(account)}|${account.asset}`
+}
+
 /** A decimal without an exponent or trailing zeros, as the API writes amounts. */
 export function formatAmount(value: string | BigNumber): string {
   return new BigNumber(value).toFixed()
@@ -193,7 +213,7 @@ export class LedgerService {
   async systemAccount(organizationId: string, account: SystemAccount): Promise<string> {
     this.decimalsOf(account.asset)
     const systemCode = systemCodeOf(account)
-    const key = `${organizationId}|${systemCode}|${account.asset}`
+    const key = systemKey(organizationId, account)
     const known = this.systemAccounts.get(key)
     if (known !== undefined) return known
     const existing = await repository.findSystemAccount(this.db, organizationId, systemCode, account.asset)
@@ -216,7 +236,7 @@ export class LedgerService {
    * transaction, where `systemAccount` must not be called. Throws when it was not looked up first.
    */
   knownSystemAccount(organizationId: string, account: SystemAccount): string {
-    const id = this.systemAccounts.get(`${organizationId}|${systemCodeOf(account)}|${account.asset}`)
+    const id = this.systemAccounts.get(systemKey(organizationId, account))
     if (id === undefined) throw new Error(`System account ${systemCodeOf(account)} ${account.asset} was not looked up before the transaction`)
     return id
   }
@@ -245,11 +265,7 @@ export class LedgerService {
     if (requests.length === 0) return []
     const organizationId = requests[0]!.organizationId
     if (requests.some((request) => request.organizationId !== organizationId)) throw new Error('postAll takes the postings of one organization')
-    const inputs = requests.map((request) => {
-      const input = { ...request, legs: request.legs.map((leg) => ({ accountId: idOf('account', leg.accountId), amount: leg.amount })) }
-      for (const leg of input.legs) parseSigned(leg.amount, Number.MAX_SAFE_INTEGER)
-      return { ...input, requestHash: requestDigest({ type: input.type, legs: input.legs, data: input.data ?? {} }) }
-    })
+    const inputs = requests.map(checkedPosting)
     return this.within(options.tx, async (tx) => {
       const at = new Date()
       const postings = inputs.map((input) => ({ ...input, id: uuidv7(at.getTime()), holdId: null, at }))
@@ -314,10 +330,7 @@ export class LedgerService {
    * hold (the rest becomes available again) but not more. A retried capture with the same credits changes nothing.
    */
   async captureHold(request: CaptureInput, options: InTransaction = {}): Promise<Posting> {
-    const input = { ...request, holdId: idOf('hold', request.holdId), credits: request.credits.map((c) => ({ accountId: idOf('account', c.accountId), amount: c.amount })) }
-    for (const credit of input.credits) parseAmount(credit.amount, Number.MAX_SAFE_INTEGER)
-    if (input.credits.length === 0) throw new Error('A capture needs at least one credit')
-    const requestHash = requestDigest({ type: input.type, holdId: input.holdId, credits: input.credits, data: input.data ?? {} })
+    const input = checkedCapture(request)
     return this.within(options.tx, async (tx) => {
       const at = new Date()
       const transactionId = uuidv7(at.getTime())
@@ -325,10 +338,10 @@ export class LedgerService {
       if (!hold) {
         const settled = await this.settledHold(tx, input.organizationId, input.holdId)
         const posting = settled.transaction_id === null ? undefined : await repository.findTransaction(tx, input.organizationId, settled.transaction_id)
-        if (!posting || posting.request_hash !== requestHash) throw conflict('hold_not_open', `The hold was already ${settled.status}`)
+        if (!posting || posting.request_hash !== input.requestHash) throw conflict('hold_not_open', `The hold was already ${settled.status}`)
         return { transactionId: posting.id, replayed: true }
       }
-      const replays = await this.claim(tx, input.organizationId, [{ ...input, id: transactionId, requestHash, holdId: hold.id, at }])
+      const replays = await this.claim(tx, input.organizationId, [{ ...input, id: transactionId, holdId: hold.id, at }])
       if (replays.size > 0) referenceReused()
       const decimals = this.decimalsOf(hold.asset)
       const captured = input.credits.reduce((sum, credit) => sum.plus(parseAmount(credit.amount, decimals)), new BigNumber(0))
@@ -354,17 +367,8 @@ export class LedgerService {
     }
     const tx = options.tx
     const at = new Date()
-    const captured = captures.map((capture) => {
-      const input = { ...capture, holdId: idOf('hold', capture.holdId), credits: capture.credits.map((c) => ({ accountId: idOf('account', c.accountId), amount: c.amount })) }
-      for (const credit of input.credits) parseAmount(credit.amount, Number.MAX_SAFE_INTEGER)
-      if (input.credits.length === 0) throw new Error('A capture needs at least one credit')
-      return { ...input, id: uuidv7(at.getTime()), requestHash: requestDigest({ type: input.type, holdId: input.holdId, credits: input.credits, data: input.data ?? {} }) }
-    })
-    const posted = postings.map((posting) => {
-      const input = { ...posting, legs: posting.legs.map((leg) => ({ accountId: idOf('account', leg.accountId), amount: leg.amount })) }
-      for (const leg of input.legs) parseSigned(leg.amount, Number.MAX_SAFE_INTEGER)
-      return { ...input, id: uuidv7(at.getTime()), holdId: null, requestHash: requestDigest({ type: input.type, legs: input.legs, data: input.data ?? {} }) }
-    })
+    const captured = captures.map((capture) => ({ ...checkedCapture(capture), id: uuidv7(at.getTime()) }))
+    const posted = postings.map((posting) => ({ ...checkedPosting(posting), id: uuidv7(at.getTime()), holdId: null }))
     const holds = await repository.captureHolds(tx, organizationId, captured.map((capture) => ({ id: capture.holdId, transactionId: capture.id })), at)
     if (holds.length !== captured.length) throw conflict('hold_not_open', `${captured.length - holds.length} of the holds were no longer open`)
     const replays = await this.claim(tx, organizationId, [...captured.map((capture) => ({ ...capture, at })), ...posted.map((posting) => ({ ...posting, at }))])

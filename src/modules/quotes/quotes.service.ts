@@ -3,6 +3,7 @@ import type { Db, QuoteRow, Tx } from '../../db/schema.ts'
 import type { Principal } from '../../http/principal.ts'
 import { DomainError, notFound, operationNotAllowed } from '../../lib/errors.ts'
 import { isUuid, uuidv7 } from '../../lib/ids.ts'
+import { formatAmount } from '../ledger/index.ts'
 import type { UsdQuote } from '../../providers/prices/price-feed.ts'
 import { displayRate, inverseRate, price, PricingError, roundTarget, withSpread, type FeeRule } from './pricing.ts'
 import * as repository from './quotes.repository.ts'
@@ -59,10 +60,10 @@ function amountInvalid(message: string, rule: string, extra: Record<string, unkn
 export function presentQuote(row: QuoteRow): Quote {
   return {
     id: row.id,
-    origin: { asset: row.origin_asset, amount: new BigNumber(row.origin_amount).toFixed(), rate: row.origin_rate, node: row.origin as Quote['origin']['node'] },
+    origin: { asset: row.origin_asset, amount: formatAmount(row.origin_amount), rate: row.origin_rate, node: row.origin as Quote['origin']['node'] },
     destination: {
       asset: row.destination_asset,
-      amount: new BigNumber(row.destination_amount).toFixed(),
+      amount: formatAmount(row.destination_amount),
       rate: row.destination_rate,
       node: row.destination as Quote['destination']['node'],
     },
