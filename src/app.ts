@@ -1,3 +1,4 @@
+import { externalAccountsRoutes } from './modules/external-accounts/index.ts'
 import { randomUUID } from 'node:crypto'
 import rateLimit from '@fastify/rate-limit'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
@@ -185,6 +186,7 @@ async function registerApi(app: App, container: Container): Promise<void> {
   await app.register(quotesRoutes(services.quotes))
   await app.register(transactionsRoutes(services.transactions, config.publicUrl, database.db))
   await app.register(depositMethodsRoutes(services.depositMethods))
+  await app.register(externalAccountsRoutes(services.externalAccounts, config.publicUrl))
   // Simulated deposits exist in sandbox only: in production their routes are not registered (404).
   if (services.depositTestHelpers) await app.register(depositTestHelpersRoutes(services.depositTestHelpers))
 

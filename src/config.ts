@@ -56,6 +56,12 @@ export interface Config {
   /** Movements (trades, transfers) one user may start per window; 0 turns the check off. */
   velocityMaxMovements: number
   velocityWindowSeconds: number
+  /** Cards a user may have linked at once (CARDS_MAX_LINKED). */
+  cardsMaxLinked: number
+  /** Distinct cards a user may ever link (CARDS_MAX_DISTINCT). */
+  cardsMaxDistinct: number
+  /** Sandbox: how long the simulated payment rail takes to settle an order (SANDBOX_RAIL_SETTLE_MS). */
+  sandboxRailSettleMs: number
 }
 
 export class ConfigError extends Error {
@@ -206,6 +212,9 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     quoteSpread,
     velocityMaxMovements: integer('VELOCITY_MAX_MOVEMENTS', 60, 0, 1_000_000),
     velocityWindowSeconds: integer('VELOCITY_WINDOW_SECONDS', 60, 1, 86_400),
+    cardsMaxLinked: integer('CARDS_MAX_LINKED', 5, 1, 1000),
+    cardsMaxDistinct: integer('CARDS_MAX_DISTINCT', 20, 1, 100_000),
+    sandboxRailSettleMs: integer('SANDBOX_RAIL_SETTLE_MS', 2_000, 0, 86_400_000),
   }
   if (config.quoteTtlMs > config.quoteMaxTtlMs) problems.push(`QUOTE_TTL_MS (${config.quoteTtlMs}) must not exceed QUOTE_MAX_TTL_MS (${config.quoteMaxTtlMs})`)
 

@@ -2,6 +2,7 @@ import type { Config } from './config.ts'
 import { ChangeFeed } from './db/changes.ts'
 import type { DatabaseHandle } from './db/database.ts'
 import { defineDepositFlow } from './flows/deposit.flow.ts'
+import { defineBankPullFlow, defineWithdrawalFlow } from './flows/rail.flows.ts'
 import { FlowRunner } from './flows/runner.ts'
 import { defineTradeFlow } from './flows/trade.flow.ts'
 import type { Principal } from './http/principal.ts'
@@ -12,6 +13,7 @@ import { Sealer } from './lib/sealing.ts'
 import { AccountsService } from './modules/accounts/index.ts'
 import { AuthService, ClientsService, ScopeCatalogue, TokenSigner } from './modules/auth/index.ts'
 import { CapabilitiesFile, CapabilitiesService, capabilitySourcesOf } from './modules/capabilities/index.ts'
+import { CardBinsFile, ExternalAccountsService } from './modules/external-accounts/index.ts'
 import { DepositBanksFile, DepositMethodsService, DepositTestHelpersService, IncomingDepositsService } from './modules/deposit-methods/index.ts'
 import { FilesService, FilesSettingsFile } from './modules/files/index.ts'
 import { KycConnectorService } from './modules/kyc-connector/index.ts'
@@ -37,8 +39,11 @@ import {
 import { TermsOfServiceFile, TermsOfServiceService } from './modules/terms-of-service/index.ts'
 import { DepositsService, TransactionsService } from './modules/transactions/index.ts'
 import { UsersService } from './modules/users/index.ts'
+import { SandboxCardProcessor } from './providers/cards/sandbox.ts'
 import { SandboxKycProvider } from './providers/kyc/sandbox.ts'
 import { SANDBOX_PRICE_SEED, SandboxPriceFeed } from './providers/prices/sandbox.ts'
+import type { PaymentRail } from './providers/rails/payouts.ts'
+import { SandboxPaymentRail } from './providers/rails/sandbox-payouts.ts'
 import { SandboxBankRail, SandboxChainRail } from './providers/rails/sandbox.ts'
 import { LocalFileStorage } from './providers/storage/local.ts'
 import { MemoryFileStorage } from './providers/storage/memory.ts'
@@ -80,6 +85,7 @@ export interface Services {
   quotes: QuotesService
   flows: FlowRunner
   depositMethods: DepositMethodsService
+  externalAccounts: ExternalAccountsService
   /** Sandbox only (null in production): simulated deposits, sent through the sandbox rails. */
   depositTestHelpers: DepositTestHelpersService | null
 }
@@ -162,11 +168,35 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
   }
   const accounts = new AccountsService({ db: database.db, ledger, assets: { mayHold } })
   metadata.registerEntity('accounts', (principal, entityId) => accounts.metadataOwner(principal, entityId))
+  // The card processor verifies cards as they are linked: the simulator in sandbox. Production has no adapter yet,
+  // so there cards cannot be linked (409, permission-denied) rather than be linked unverified.
+  const externalAccounts = new ExternalAccountsService({
+    db: database.db,
+    rails,
+    networks,
+    capabilities: { enabledFor: (principal) => capabilities.enabledFor(principal), require: (principal, code) => capabilities.require(principal, code) },
+    users: { residence: async (principal) => (await users.getMe(principal)).address?.country ?? null },
+    currencyOf: (country) => countries.currencyOf(country),
+    processor: config.environment === 'sandbox' ? new SandboxCardProcessor() : null,
+    bins: loadReferenceData<CardBinsFile>('card-bins.json', CardBinsFile, config.referenceDataDir).ranges,
+    settings: { maxLiveCards: config.cardsMaxLinked, maxDistinctCards: config.cardsMaxDistinct },
+    sealingKey: deps.secrets.sealingKey,
+  })
+  metadata.registerEntity('external-accounts', (principal, entityId) => externalAccounts.metadataOwner(principal, entityId))
+  // Withdrawals and bank pulls go out over a payment rail: the simulator in sandbox. Production has no adapter yet,
+  // so there quotes for them are refused (409, permission-denied).
+  const paymentRail: PaymentRail | null = config.environment === 'sandbox' ? new SandboxPaymentRail({ db: database.db, settleAfterMs: config.sandboxRailSettleMs }) : null
   const jobs = new JobHandlers()
   const decimalsOf = (code: string) => assetCatalogue.find(code)?.decimals
   const quotes = new QuotesService({
     db: database.db,
     accounts: { getMany: (principal, ids) => accounts.getMany(principal, ids) },
+    externalAccounts,
+    networks: {
+      validateAddress: (code, address, reference) => networks.validateAddress(code, address, reference),
+      railHas: (type, network, asset, feature) => rails.list({ type: [type], network: [network], asset: [asset] }).some((rail) => rail.features.includes(feature)),
+    },
+    executes: new Set(paymentRail ? ['trade', 'transfer', 'withdrawal', 'deposit'] : ['trade', 'transfer']),
     assets: { decimalsOf, forUser: (principal, codes, enabled) => assets.getMany(principal, codes, enabled) },
     capabilities,
     prices: { usdQuote: (code) => rates.usdQuote(code) },
@@ -196,6 +226,12 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
   })
   transactions.executeWith('trade', tradeFlow)
   transactions.executeWith('transfer', tradeFlow)
+  if (paymentRail) {
+    const railDeps = { runner: flows, ledger, transactions, rail: paymentRail, directory: externalAccounts, batchSize: config.workerBatchSize }
+    transactions.executeWith('withdrawal', defineWithdrawalFlow(railDeps))
+    // Nothing is held before a bank pull: its first step is the call to the rail, made by the worker.
+    transactions.executeWith('deposit', defineBankPullFlow(railDeps), { inline: 0 })
+  }
   const deposits = new DepositsService({
     db: database.db,
     accounts,
@@ -263,6 +299,7 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
       quotes,
       flows,
       depositMethods,
+      externalAccounts,
       depositTestHelpers,
     },
     async close(timeoutMs = config.shutdownTimeoutMs) {

@@ -9,7 +9,8 @@ import { buildApp, loggerOptions } from '../src/app.ts'
 import { loadOrCreateSecrets } from '../src/lib/data-dir.ts'
 import { DomainError } from '../src/lib/errors.ts'
 import { eventsAbout } from '../src/modules/events/outbox.ts'
-import { derivePurposeKey, signDownload, signUploadPolicy } from '../src/modules/files/signed-links.ts'
+import { derivePurposeKey } from '../src/lib/sealing.ts'
+import { signDownload, signUploadPolicy } from '../src/modules/files/signed-links.ts'
 import { basicAuth, bearer, ENGINES, individualUser, openTestDatabase, startPeer, testConfig, useApp, USER_IP, type TestResponse } from './helpers.ts'
 
 const MIN = 16

@@ -57,13 +57,14 @@ const dueDiligenceAnswers = [
   { employment: { status: 'employed' } },
 ]
 
-/** A user living in France (no financial-promotion steps) whose KYC lets them trade. */
+/** A user living in France (no financial-promotion steps) whose KYC lets them trade, withdraw and link cards. */
 export async function verifiedUser(ctx: TestContext, token: string): Promise<string> {
   const userId = (await ctx.createUser(token, individualUser({ address: { country: 'FR' }, primaryCitizenship: 'FR', termsOfService: 'general-lt-fcs' }))).id
   const kyc = async (process: string, payload: Record<string, unknown>) => {
     const response = await ctx.request({ method: 'PATCH', url: `/core/kyc/processes/${process}`, headers: bearer(token, userId), payload })
     assert.equal(response.status, 200, response.body)
   }
+  await kyc('address', { input: { address: { city: 'Paris', line1: '1 rue de Rivoli', postalCode: '75001' } } })
   await kyc('identity', electronicIdentity)
   await kyc('proof-of-address', electronicProofOfAddress)
   for (const answers of dueDiligenceAnswers) await kyc('customer-due-diligence', { input: { answers } })

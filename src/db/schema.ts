@@ -284,6 +284,8 @@ export interface TransactionsTable {
   network: string | null
   /** The rail's own id of what arrived; null for movements that did not come from a rail. */
   reference: string | null
+  /** Where the money leaves to or comes from outside Tessera (`external-account:<id>`, `crypto-address:<network>:<address>[:<reference>]`); null inside Tessera. */
+  counterparty: string | null
   quote_id: string | null
   quoted_at: Timestamp
   created_at: Timestamp
@@ -359,6 +361,50 @@ export interface DepositDestinationsTable {
   deposit_method_id: string
 }
 
+export interface ExternalAccountsTable {
+  organization_id: string
+  id: string
+  owner_id: string
+  type: 'bank' | 'card' | 'crypto' | 'apm'
+  network: string
+  asset: string
+  /** The rail method it uses (`bank-transfer`, `debit-card`, `credit-card`, `crypto-transaction`, an app's name). */
+  method: string
+  label: string
+  status: 'processing' | 'ok' | 'expired' | 'failed' | 'restricted' | 'blocked'
+  reason: string | null
+  /** What the API shows of the account: never a card number or security code. */
+  details: Json<Record<string, unknown>>
+  /** A keyed hash of what identifies the account, to find the same details twice. */
+  fingerprint: string
+  /** Cards only: the card number, sealed. */
+  sealed_number: string | null
+  /** Cards only: the issuer's country, from the BIN table (null for a sandbox range issued anywhere). */
+  issuer_country: string | null
+  created_at: Timestamp
+  updated_at: Timestamp
+  deleted_at: Date | null
+}
+
+export interface SandboxRailOrdersTable {
+  key: string
+  order_id: string
+  organization_id: string
+  direction: 'payout' | 'collection'
+  kind: string
+  network: string
+  asset: string
+  amount: string
+  counterparty: Json<Record<string, unknown>>
+  reference: string
+  status: 'completed' | 'failed' | 'rejected'
+  reason: string | null
+  network_reference: string | null
+  received: number
+  received_at: Timestamp
+  settles_at: Timestamp
+}
+
 export interface Database {
   organizations: OrganizationsTable
   clients: ClientsTable
@@ -384,6 +430,8 @@ export interface Database {
   quotes: QuotesTable
   flows: FlowsTable
   flow_steps: FlowStepsTable
+  external_accounts: ExternalAccountsTable
+  sandbox_rail_orders: SandboxRailOrdersTable
 }
 
 export type Db = Kysely<Database>
@@ -410,3 +458,5 @@ export type TransactionRow = Selectable<TransactionsTable>
 export type DepositMethodRow = Selectable<DepositMethodsTable>
 export type QuoteRow = Selectable<QuotesTable>
 export type FlowRow = Selectable<FlowsTable>
+export type ExternalAccountRow = Selectable<ExternalAccountsTable>
+export type SandboxRailOrderRow = Selectable<SandboxRailOrdersTable>

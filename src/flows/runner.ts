@@ -1,5 +1,5 @@
 import type { Db, FlowRow, JobRow, Tx } from '../db/schema.ts'
-import { enqueue, type JobHandlers } from '../jobs/queue.ts'
+import { enqueue, JobDeferral, type JobHandlers } from '../jobs/queue.ts'
 import { isRetryable } from '../lib/errors.ts'
 import * as repository from './flows.repository.ts'
 
@@ -15,6 +15,17 @@ export interface Flow<D> {
   createdAt: Date
 }
 
+/**
+ * What a step's `call` answers for a flow whose outside party has no outcome yet: the flow stays at the step, its
+ * job comes back at `until` (the attempt not counted), and the call is made again then.
+ */
+export class FlowWait {
+  readonly until: Date
+  constructor(until: Date) {
+    this.until = until
+  }
+}
+
 export interface FlowStep<D> {
   name: string
   /**
@@ -23,20 +34,28 @@ export interface FlowStep<D> {
    */
   prepare?(flows: readonly Flow<D>[]): Promise<void>
   /**
+   * Calls an outside party (a payment rail, a card processor) for the flows, outside any database transaction and
+   * only once every earlier step of theirs has committed: the flow's row, which names this step as the next one,
+   * is the record made before the side effect. The call must be idempotent under a key derived from the flow and
+   * the step, because a crash after the call and before its commit makes it again. Answers, per flow, what to
+   * merge into its data (committed with the step, and seen by its `run`), or a `FlowWait`. A call that throws
+   * is handled like a `run` that throws.
+   */
+  call?(flows: readonly Flow<D>[]): Promise<ReadonlyMap<string, Partial<D> | FlowWait>>
+  /**
    * Does the step for flows of one organization, inside `tx`; the runner records the step and moves each flow
    * on in that same transaction, so the effect and its record commit together or not at all. Given several
    * flows, the step may share work between them (one ledger write for all); when it throws, the runner runs
    * each flow alone, so one flow's failure holds no other back. Returns what to merge into each flow's data.
    *
    * A step must be idempotent: after a crash between its commit and the job's completion it is not run again
-   * (the flow moved on), but a step that calls outside parties may be interrupted before it commits and run
-   * again, so such calls must carry an idempotency key derived from the flow and step.
+   * (the flow moved on), but a duplicated job may find it not yet committed and run it again.
    *
    * Throwing a domain error that is not retryable fails the flow for good: the steps already done are
    * compensated, newest first, then the definition's `onFailed` records the failure. Anything else is retried
    * with backoff, and fails the flow the same way after the job's last attempt.
    */
-  run(tx: Tx, flows: readonly Flow<D>[]): Promise<ReadonlyMap<string, Partial<D>> | void>
+  run?(tx: Tx, flows: readonly Flow<D>[]): Promise<ReadonlyMap<string, Partial<D>> | void>
   /** Undoes the step's effect when a later step fails for good (releases a hold, reverses a posting); idempotent. */
   compensate?(tx: Tx, flow: Flow<D>): Promise<void>
 }
@@ -101,6 +120,8 @@ export class FlowRunner {
   define<D extends object>(definition: FlowDefinition<D>): FlowHandle<D> {
     if (definition.steps.length === 0) throw new Error(`Flow ${definition.type} has no steps`)
     if (new Set(definition.steps.map((step) => step.name)).size !== definition.steps.length) throw new Error(`Flow ${definition.type} repeats a step name`)
+    const idle = definition.steps.find((step) => !step.run && !step.call)
+    if (idle) throw new Error(`Step ${idle.name} of flow ${definition.type} neither runs nor calls`)
     const jobType = FLOW_JOB_PREFIX + definition.type
     this.jobs.registerBatch(jobType, (jobs) => this.runJobs(definition, jobs), { maxJobs: definition.batchSize ?? 1 })
     return {
@@ -108,13 +129,13 @@ export class FlowRunner {
       start: async (tx, input) => {
         const at = new Date()
         const inline = Math.min(input.inline ?? 0, definition.steps.length)
-        const unfit = definition.steps.slice(0, inline).find((step) => step.prepare)
-        if (unfit) throw new Error(`Step ${unfit.name} of flow ${definition.type} prepares outside a transaction: it cannot run inline`)
+        const unfit = definition.steps.slice(0, inline).find((step) => step.prepare || step.call)
+        if (unfit) throw new Error(`Step ${unfit.name} of flow ${definition.type} works outside a transaction: it cannot run inline`)
         const flow: Flow<D> = { organizationId: input.organizationId, id: input.id, type: definition.type, step: 0, data: input.data, createdAt: at }
         const history = []
         for (; flow.step < inline; flow.step++) {
           const step = definition.steps[flow.step]!
-          const patch = (await step.run(tx, [flow]))?.get(flow.id)
+          const patch = (await step.run!(tx, [flow]))?.get(flow.id)
           if (patch) flow.data = { ...flow.data, ...patch }
           history.push({ organizationId: flow.organizationId, flowId: flow.id, step: step.name, action: 'run' as const, position: flow.step, at })
         }
@@ -129,14 +150,14 @@ export class FlowRunner {
   }
 
   /**
-   * Runs the flows of the jobs to their end. Flows of one organization at the same step run their remaining steps
-   * together, in one database transaction. When that fails, each flow runs alone, one step per database
-   * transaction, so that the failing step is found, recorded and handled (retried later, or compensated) without
-   * holding the other flows back. Resolves with the jobs to retry later (a retryable failure before their last
-   * attempt).
+   * Runs the flows of the jobs to their end, or until they wait for an outside party. Flows of one organization at
+   * the same step run their remaining steps together: a database transaction for each stretch of steps between
+   * outside calls. When that fails, each flow runs alone, one step per database transaction, so that the failing
+   * step is found, recorded and handled (retried later, or compensated) without holding the other flows back.
+   * Resolves with the jobs to retry later (a retryable failure before their last attempt) or to defer (a wait).
    */
   private async runJobs<D extends object>(definition: FlowDefinition<D>, jobs: readonly JobRow[]): Promise<Map<string, unknown>> {
-    const retries = new Map<string, unknown>()
+    const unfinished = new Map<string, unknown>()
     const jobOf = new Map(jobs.map((job) => [(job.payload as unknown as FlowJob).flowId, job]))
     const pending: Flow<D>[] = []
     for (const [organizationId, group] of Map.groupBy(jobs, (job) => (job.payload as unknown as FlowJob).organizationId)) {
@@ -145,26 +166,36 @@ export class FlowRunner {
     }
     for (const group of Map.groupBy(pending, (flow) => `${flow.organizationId}|${flow.step}`).values()) {
       try {
-        await this.runSteps(definition, group, definition.steps.length - group[0]!.step)
+        const { waiting } = await this.runSteps(definition, group, definition.steps.length - group[0]!.step)
+        for (const [flowId, until] of waiting) unfinished.set(jobOf.get(flowId)!.id, new JobDeferral(until))
         continue
       } catch {
-        // Each flow alone below, step by step.
+        // Each flow alone below, step by step, from wherever the group left it.
       }
       for (const flow of group) {
-        const failure = await this.runAlone(definition, flow, jobOf.get(flow.id)!)
-        if (failure !== undefined) retries.set(jobOf.get(flow.id)!.id, failure)
+        const outcome = await this.runAlone(definition, flow, jobOf.get(flow.id)!)
+        if (outcome !== undefined) unfinished.set(jobOf.get(flow.id)!.id, outcome)
       }
     }
-    return retries
+    return unfinished
   }
 
-  /** Runs one flow's remaining steps one database transaction each; resolves with the error to retry on, if any. */
+  /**
+   * Runs one flow's remaining steps one database transaction each; resolves with the error to retry on or the
+   * deferral to wait with, if any.
+   */
   private async runAlone<D extends object>(definition: FlowDefinition<D>, flow: Flow<D>, job: JobRow): Promise<unknown> {
-    let current = flow
+    // Where the flow stands now: a group run may have moved it on before it failed.
+    const [row] = await repository.findRunning(this.db, flow.organizationId, [flow.id])
+    if (!row) return undefined
+    let current = toFlow<D>(row)
     while (current.step < definition.steps.length) {
       let moved: Flow<D> | undefined
       try {
-        ;[moved] = await this.runSteps(definition, [current], 1)
+        const result = await this.runSteps(definition, [current], 1)
+        const until = result.waiting.get(current.id)
+        if (until) return new JobDeferral(until)
+        ;[moved] = result.flows
       } catch (error) {
         const lastAttempt = job.attempts >= job.max_attempts
         if (isRetryable(error) && !lastAttempt) return error
@@ -184,27 +215,57 @@ export class FlowRunner {
   }
 
   /**
-   * Runs `count` steps from the flows' current one, all in one database transaction, for flows of one
-   * organization at the same step. Every step's `prepare` runs first, outside the transaction, with the flows'
-   * data as it stands. Each step's history row and the move past the last step commit with the steps' effects.
-   * Flows that moved on meanwhile (a duplicated job) are left out. Resolves with the flows as they now stand.
+   * Runs `count` steps from the flows' current one, for flows of one organization at the same step. The steps go
+   * in stretches: a step that calls an outside party starts a stretch (every step before it has committed), and
+   * the steps after it, up to the next call, join it; each stretch is one database transaction. Every step's
+   * `prepare` runs first, outside the transaction. Each step's history row and the move past the stretch commit
+   * with the steps' effects. Flows that moved on meanwhile (a duplicated job) are left out, and flows whose call
+   * answered `FlowWait` stop there. Resolves with the flows as they now stand, and the waiting ones.
    */
-  private async runSteps<D extends object>(definition: FlowDefinition<D>, flows: readonly Flow<D>[], count: number): Promise<Flow<D>[]> {
+  private async runSteps<D extends object>(definition: FlowDefinition<D>, flows: readonly Flow<D>[], count: number): Promise<{ flows: Flow<D>[]; waiting: Map<string, Date> }> {
+    const waiting = new Map<string, Date>()
+    let current = [...flows]
+    let remaining = count
+    while (remaining > 0 && current.length > 0 && current[0]!.step < definition.steps.length) {
+      const first = current[0]!.step
+      let length = 1
+      while (length < remaining && first + length < definition.steps.length && !definition.steps[first + length]!.call) length++
+      const stretch = definition.steps.slice(first, first + length)
+      for (const step of stretch) await step.prepare?.(current)
+      const called = new Map<string, Partial<D>>()
+      const opening = stretch[0]!
+      if (opening.call) {
+        const answers = await opening.call(current)
+        for (const flow of current) {
+          const answer = answers.get(flow.id)
+          if (answer instanceof FlowWait) waiting.set(flow.id, answer.until)
+          else if (answer) called.set(flow.id, answer)
+        }
+        current = current.filter((flow) => !waiting.has(flow.id))
+        if (current.length === 0) break
+      }
+      current = await this.commitStretch(definition, current, stretch, called)
+      remaining -= length
+    }
+    return { flows: current, waiting }
+  }
+
+  private commitStretch<D extends object>(definition: FlowDefinition<D>, flows: readonly Flow<D>[], stretch: readonly FlowStep<D>[], called: ReadonlyMap<string, Partial<D>>): Promise<Flow<D>[]> {
     const { organizationId, step: first } = flows[0]!
-    const steps = definition.steps.slice(first, first + count)
-    for (const step of steps) await step.prepare?.(flows)
     return this.db.transaction().execute(async (tx) => {
       let current = (await repository.lockAtStep(tx, organizationId, flows.map((flow) => flow.id), first)).map((row) => toFlow<D>(row))
       if (current.length === 0) return []
       const at = new Date()
       const history = []
-      for (const [offset, step] of steps.entries()) {
-        const patches = (await step.run(tx, current)) ?? new Map<string, Partial<D>>()
+      for (const [offset, step] of stretch.entries()) {
+        const patches = new Map<string, Partial<D>>(offset === 0 ? called : [])
+        if (patches.size > 0) current = current.map((flow) => ({ ...flow, data: { ...flow.data, ...patches.get(flow.id) } }))
+        for (const [id, patch] of (await step.run?.(tx, current)) ?? []) patches.set(id, { ...patches.get(id), ...patch })
         for (const [id, patch] of patches) await repository.mergeData(tx, organizationId, id, patch as Record<string, unknown>)
         history.push(...current.map((flow) => ({ organizationId, flowId: flow.id, step: step.name, action: 'run' as const, position: first + offset, at })))
         current = current.map((flow) => ({ ...flow, step: first + offset + 1, data: { ...flow.data, ...patches.get(flow.id) } }))
       }
-      const next = first + steps.length
+      const next = first + stretch.length
       await repository.advance(tx, organizationId, current.map((flow) => flow.id), { step: next, completed: next >= definition.steps.length, at })
       await repository.recordSteps(tx, history)
       return current

@@ -2,16 +2,12 @@ import BigNumber from 'bignumber.js'
 import type { Tx } from '../db/schema.ts'
 import { DomainError } from '../lib/errors.ts'
 import type { LedgerService } from '../modules/ledger/index.ts'
-import type { TransactionsService } from '../modules/transactions/index.ts'
+import type { QuotedMovement, TransactionsService } from '../modules/transactions/index.ts'
 import { failTransaction } from './failure-reasons.ts'
 import type { FlowHandle, FlowRunner } from './runner.ts'
 
-export interface TradeFlowData {
-  /** What the origin pays, from which account: the transaction's own figures, given when the flow starts. */
-  originAccountId: string
-  originAmount: string
-  originAsset: string
-  destinationAsset: string
+/** What the origin pays, from which account: the transaction's own figures, given when the flow starts. */
+export interface TradeFlowData extends QuotedMovement {
   /** The hold on the origin account, once placed. */
   holdId?: string
 }
@@ -83,7 +79,7 @@ export function defineTradeFlow(deps: { runner: FlowRunner; ledger: LedgerServic
         async run(tx, flows) {
           const patches = new Map<string, Partial<TradeFlowData>>()
           for (const flow of flows) {
-            const hold = await ledger.placeHold({ organizationId: flow.organizationId, accountId: flow.data.originAccountId, amount: flow.data.originAmount, reference: `${flow.id}:hold` }, { tx })
+            const hold = await ledger.placeHold({ organizationId: flow.organizationId, accountId: flow.data.originAccountId!, amount: flow.data.originAmount, reference: `${flow.id}:hold` }, { tx })
             patches.set(flow.id, { holdId: hold.id })
           }
           return patches

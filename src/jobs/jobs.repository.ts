@@ -87,6 +87,17 @@ export async function fail(db: Executor, id: string, workerId: string, error: st
     .execute()
 }
 
+/** Puts a job back to run at `runAt` without counting the attempt: it waits, it did not fail. */
+export async function defer(db: Executor, id: string, workerId: string, runAt: Date): Promise<void> {
+  await db
+    .updateTable('jobs')
+    .set((eb) => ({ status: 'pending', attempts: eb('attempts', '-', 1), run_at: runAt, locked_by: null, locked_until: null, last_error: null, updated_at: new Date() }))
+    .where('id', '=', id)
+    .where('locked_by', '=', workerId)
+    .where('status', '=', 'running')
+    .execute()
+}
+
 /** Gives claimed jobs back untouched (a stopping worker): due at once, the attempt not counted. */
 export async function release(db: Executor, workerId: string, ids: readonly string[], at: Date): Promise<void> {
   if (ids.length === 0) return

@@ -41,9 +41,22 @@ export interface JobContext {
 export type JobHandler = (job: JobRow, context: JobContext) => Promise<void>
 
 /**
+ * Not a failure: the job has nothing to do until `runAt` (a flow waiting for an outside party's outcome). A
+ * handler returns it, as the value for the job, among its failures; the worker puts the job back to run then,
+ * and the attempt is not counted, so a long wait never exhausts the job's retries.
+ */
+export class JobDeferral {
+  readonly runAt: Date
+  constructor(runAt: Date) {
+    this.runAt = runAt
+  }
+}
+
+/**
  * Runs several due jobs of one type together, so that their work can share database round trips (e.g. one
  * transaction that settles many deposits). Each job's `attempts` is its own attempt. Resolves with the jobs that
- * failed and why (each is retried or failed on its own, the others complete); throwing fails every one of them.
+ * failed and why (each is retried or failed on its own, the others complete), or that wait (`JobDeferral`);
+ * throwing fails every one of them.
  * The same at-least-once rule as for a `JobHandler` applies to each job.
  */
 export type BatchJobHandler = (jobs: readonly JobRow[], context: { signal: AbortSignal }) => Promise<ReadonlyMap<string, unknown>>

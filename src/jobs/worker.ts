@@ -4,7 +4,7 @@ import type { Db, JobRow } from '../db/schema.ts'
 import { isRetryable } from '../lib/errors.ts'
 import { afterFailure, DEFAULT_RETRY_POLICY, type RetryPolicy } from './backoff.ts'
 import * as repository from './jobs.repository.ts'
-import type { JobHandlers } from './queue.ts'
+import { JobDeferral, type JobHandlers } from './queue.ts'
 import { formRuns } from './runs.ts'
 
 export interface WorkerLogger {
@@ -189,7 +189,12 @@ export class Worker {
     }
     // A stopping worker gave its runs back; the failures are not counted against the jobs.
     if (!this.abort.signal.aborted) {
-      for (const job of run) if (failures.has(job.id)) await this.recordFailure(job, failures.get(job.id))
+      for (const job of run) {
+        if (!failures.has(job.id)) continue
+        const failure = failures.get(job.id)
+        if (failure instanceof JobDeferral) await this.defer(job, failure.runAt)
+        else await this.recordFailure(job, failure)
+      }
     }
     const succeeded = run.filter((job) => !failures.has(job.id)).map((job) => job.id)
     try {
@@ -197,6 +202,15 @@ export class Worker {
       if (lost.length > 0) logger.warn({ jobIds: lost, type: run[0]!.type }, 'jobs finished after their lease passed; another worker may have run them too')
     } catch (error) {
       logger.error({ err: error, jobIds: succeeded }, 'marking jobs completed failed; they will run again')
+    }
+  }
+
+  private async defer(job: JobRow, runAt: Date): Promise<void> {
+    try {
+      await repository.defer(this.options.db, job.id, this.id, runAt)
+    } catch (error) {
+      // The lease runs out and the job is taken over early: it is not lost.
+      this.options.logger.error({ err: error, jobId: job.id }, 'deferring a job failed')
     }
   }
 

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto'
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto'
 
 /**
  * Secrets at rest (provider API keys, shared secrets): AES-256-GCM under the deployment's sealing key.
@@ -72,4 +72,9 @@ export class Sealer {
       throw new SealingError('The sealed value does not open: it was altered or belongs elsewhere')
     }
   }
+}
+
+/** A key for one purpose, derived from the sealing key (HKDF-SHA256), so that it never equals the sealing key. */
+export function derivePurposeKey(sealingKeyBase64: string, purpose: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', Buffer.from(sealingKeyBase64, 'base64'), Buffer.alloc(0), `tessera/${purpose}`, 32))
 }

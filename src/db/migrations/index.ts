@@ -10,6 +10,7 @@ import * as m0008 from './0008_ledger_and_accounts.ts'
 import * as m0009 from './0009_jobs_and_transactions.ts'
 import * as m0010 from './0010_deposit_methods.ts'
 import * as m0011 from './0011_quotes_flows_and_transaction_model.ts'
+import * as m0012 from './0012_external_accounts_and_withdrawals.ts'
 
 /** Numbered, forward-only migrations; append new ones, never edit an applied one. */
 const migrations: Record<string, Migration> = {
@@ -24,6 +25,7 @@ const migrations: Record<string, Migration> = {
   '0009_jobs_and_transactions': m0009,
   '0010_deposit_methods': m0010,
   '0011_quotes_flows_and_transaction_model': m0011,
+  '0012_external_accounts_and_withdrawals': m0012,
 }
 
 export const migrationProvider: MigrationProvider = {

@@ -9,7 +9,8 @@ import { recordEvent } from '../events/index.ts'
 import { attachInitialMetadata } from '../metadata/index.ts'
 import * as repository from './files.repository.ts'
 import type { CategorySettings, CreateFileBody, File, FileCategory, FileForUpload, FilesSettingsFile } from './files.schemas.ts'
-import { derivePurposeKey, signDownload, signUploadPolicy, verifyDownload, verifyUploadPolicy, type Verified } from './signed-links.ts'
+import { derivePurposeKey } from '../../lib/sealing.ts'
+import { signDownload, signUploadPolicy, verifyDownload, verifyUploadPolicy, type Verified } from './signed-links.ts'
 
 /** How long a download link stays valid. */
 export const DOWNLOAD_LINK_TTL_SECONDS = 900

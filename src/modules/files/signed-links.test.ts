@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { test } from 'node:test'
-import { derivePurposeKey, signDownload, signUploadPolicy, verifyDownload, verifyUploadPolicy } from './signed-links.ts'
+import { derivePurposeKey } from '../../lib/sealing.ts'
+import { signDownload, signUploadPolicy, verifyDownload, verifyUploadPolicy } from './signed-links.ts'
 
 const sealingKey = randomBytes(32).toString('base64')
 const key = derivePurposeKey(sealingKey, 'files/upload-policy')

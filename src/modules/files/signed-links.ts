@@ -1,14 +1,10 @@
-import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto'
+import { createHmac, timingSafeEqual } from 'node:crypto'
 
 /**
  * Signed upload forms and download links: the signature is their only authorization, so they are bound to one
  * file of one organization, to what may be uploaded, and to an expiry.
  */
 
-/** A key for one purpose, derived from the sealing key (HKDF-SHA256), so that it never equals the sealing key. */
-export function derivePurposeKey(sealingKeyBase64: string, purpose: string): Buffer {
-  return Buffer.from(hkdfSync('sha256', Buffer.from(sealingKeyBase64, 'base64'), Buffer.alloc(0), `tessera/${purpose}`, 32))
-}
 
 export interface UploadPolicy {
   fileId: string

@@ -22,9 +22,11 @@ const CryptoAddressNodeInput = Type.Object({
 
 export const CreateQuoteBody = Type.Object(
   {
-    origin: Type.Union([AccountNodeInput, ExternalAccountNodeInput, ApmNodeInput], { description: 'Where the money comes from. Tessera executes `account` so far.' }),
+    origin: Type.Union([AccountNodeInput, ExternalAccountNodeInput, ApmNodeInput], {
+      description: 'Where the money comes from: an account of the user, or a linked bank account that can be pulled from (`deposit` feature). Cards and `apm` are not supported yet.',
+    }),
     destination: Type.Union([AccountNodeInput, ExternalAccountNodeInput, ApmNodeInput, CryptoAddressNodeInput], {
-      description: 'Where the money goes. Tessera executes `account` so far.',
+      description: 'Where the money goes: an account of the user, an external account with the `withdraw` feature, or a crypto address. `apm` is not supported yet.',
     }),
     denomination: Type.Object({
       asset: Type.String({ minLength: 1, maxLength: 20, description: 'The asset the amount is given in: any listed asset with a price.' }),
@@ -72,7 +74,14 @@ const FeeRuleSchema = Type.Object({
 })
 const LimitSchema = Type.Object({ minimumUsd: Decimal('Smallest origin amount.'), maximumUsd: Decimal('Largest origin amount.') })
 export const TransactionRulesFile = Type.Object({
-  fees: Type.Object({ trade: Type.Array(FeeRuleSchema), transfer: Type.Array(FeeRuleSchema) }),
+  fees: Type.Object({
+    trade: Type.Array(FeeRuleSchema),
+    transfer: Type.Array(FeeRuleSchema),
+    withdrawal: Type.Optional(Type.Object({ bank: Type.Array(FeeRuleSchema), card: Type.Array(FeeRuleSchema), crypto: Type.Array(FeeRuleSchema) })),
+    deposit: Type.Optional(Type.Object({ bank: Type.Array(FeeRuleSchema) })),
+  }),
+  /** What sending on a chain costs, in the chain's own asset, by network: charged to crypto withdrawals. */
+  networkFees: Type.Optional(Type.Record(Type.String(), Type.Object({ asset: Type.String({ minLength: 1 }), amount: Decimal('The fee, in that asset.') }))),
   limits: Type.Object({ default: LimitSchema, assets: Type.Record(Type.String(), LimitSchema) }),
 })
 export type TransactionRulesFile = Static<typeof TransactionRulesFile>

@@ -9,8 +9,52 @@ import { displayRate, inverseRate, price, PricingError, roundTarget, withSpread,
 import * as repository from './quotes.repository.ts'
 import type { CreateQuoteBody, Quote, TransactionRulesFile } from './quotes.schemas.ts'
 
-/** What a quote between two accounts is: an exchange of two assets, or a move of one asset. */
-export type QuoteKind = 'trade' | 'transfer'
+/**
+ * What a quote is: between two of the user's accounts, an exchange of two assets (`trade`) or a move of one
+ * (`transfer`); from an account to outside Tessera (`withdrawal`: a bank account, a card, a crypto address); from
+ * the user's bank account into an account (`deposit`: a bank pull). A withdrawal or deposit may change the asset
+ * on the way.
+ */
+export type QuoteKind = 'trade' | 'transfer' | 'withdrawal' | 'deposit'
+
+type Feature = 'deposit' | 'withdraw'
+
+/** The acting user's external account as a movement would use it (the external accounts module answers). */
+export interface QuoteExternalAccount {
+  id: string
+  ownerId: string
+  type: 'bank' | 'card' | 'crypto' | 'apm'
+  asset: string
+  network: string
+  /** The networks that reach it for the feature: its own first. */
+  networks: string[]
+  /** Whether the feature is available to the user now. */
+  available: boolean
+  octSupport?: string
+}
+
+export interface QuoteExternalAccounts {
+  /** 404 `entity_not_found` (entity `external-account`) when the user has no such live external account. */
+  forMovement(principal: Principal, externalAccountId: string, feature: Feature): Promise<QuoteExternalAccount>
+}
+
+export interface QuoteNetworks {
+  validateAddress(code: string, address: string, reference?: string): { isValid: true } | { isValid: false; error: { code: string; message: string } }
+  /** Whether a rail of the type moves the asset over the network with the feature. */
+  railHas(type: string, network: string, asset: string, feature: Feature): boolean
+}
+
+type CapabilityCode = 'trades' | 'bank-withdrawals' | 'card-withdrawals' | 'crypto-withdrawals' | 'bank-deposits' | 'apple-pay' | 'paypal' | 'venmo'
+
+/** One end of a quote, resolved: its asset, the node as stored, and the user's account when it is one. */
+interface End {
+  asset: string
+  node: Record<string, unknown>
+  account?: { id: string; available: string }
+  /** The kind of outside party at this end (withdrawal fees depend on it). */
+  external?: 'bank' | 'card' | 'crypto'
+  network?: string
+}
 
 /** The acting user's open accounts among the ids, as the accounts module shows them; others are left out. */
 export interface QuoteAccounts {
@@ -25,7 +69,7 @@ export interface QuoteAssets {
 
 export interface QuoteCapabilities {
   /** Throws 409 `user_capability_failure` unless the acting user may use the capability now; resolves with the capabilities enabled for them. */
-  require(principal: Principal, code: 'trades'): Promise<ReadonlySet<string>>
+  require(principal: Principal, code: CapabilityCode): Promise<ReadonlySet<string>>
 }
 
 export interface QuotePrices {
@@ -75,10 +119,11 @@ export function presentQuote(row: QuoteRow): Quote {
 }
 
 /**
- * Quotes: the price of a movement, fixed for a short time. A quote between two of the user's accounts is a
- * trade (two assets, at the feed's mid less the spread) or a transfer (one asset, rate 1); fees come from the
- * schedule in reference-data/transaction-rules.json. Nothing moves and nothing is held until it is executed
- * (`POST /core/transactions`), which uses it once.
+ * Quotes: the price of a movement, fixed for a short time. Between two of the user's accounts a quote is a trade
+ * (two assets, at the feed's mid less the spread) or a transfer (one asset, rate 1); from an account to an
+ * external account or a crypto address, a withdrawal; from a linked bank account, a deposit (a bank pull). Fees
+ * come from the schedule in reference-data/transaction-rules.json. Nothing moves and nothing is held until it is
+ * executed (`POST /core/transactions`), which uses it once.
  */
 export class QuotesService {
   private readonly db: Db
@@ -87,10 +132,27 @@ export class QuotesService {
   private readonly capabilities: QuoteCapabilities
   private readonly prices: QuotePrices
   private readonly settings: QuoteSettings
+  private readonly externalAccounts: QuoteExternalAccounts
+  private readonly networks: QuoteNetworks
+  private readonly executes: ReadonlySet<QuoteKind>
 
-  constructor(deps: { db: Db; accounts: QuoteAccounts; assets: QuoteAssets; capabilities: QuoteCapabilities; prices: QuotePrices; settings: QuoteSettings }) {
+  constructor(deps: {
+    db: Db
+    accounts: QuoteAccounts
+    externalAccounts: QuoteExternalAccounts
+    networks: QuoteNetworks
+    assets: QuoteAssets
+    capabilities: QuoteCapabilities
+    prices: QuotePrices
+    settings: QuoteSettings
+    /** The kinds of movement this deployment can execute (withdrawals and deposits need a payment rail). */
+    executes: ReadonlySet<QuoteKind>
+  }) {
     this.db = deps.db
     this.accounts = deps.accounts
+    this.externalAccounts = deps.externalAccounts
+    this.networks = deps.networks
+    this.executes = deps.executes
     this.assets = deps.assets
     this.capabilities = deps.capabilities
     this.prices = deps.prices
@@ -100,9 +162,12 @@ export class QuotesService {
   async create(principal: Principal, body: CreateQuoteBody): Promise<Quote> {
     const ownerId = actingUser(principal)
     const ttl = this.ttlOf(body.ttl)
-    const [origin, destination] = await this.accountsOf(principal, body.origin, body.destination)
-    if (origin.id === destination.id) throw new DomainError('transaction_node_invalid', 'The origin and the destination are the same account')
-    const kind: QuoteKind = origin.asset === destination.asset ? 'transfer' : 'trade'
+    const { kind, origin, destination } = await this.endsOf(principal, body.origin, body.destination)
+    if (!this.executes.has(kind)) {
+      const [end, node] = kind === 'deposit' ? ['Origin', body.origin] : ['Destination', body.destination]
+      throw operationNotAllowed(`${end} node type '${node.type}' is not configured for this deployment`, ['permission-denied'])
+    }
+    const exchange = origin.asset !== destination.asset
 
     const denomination = { asset: body.denomination.asset, amount: body.denomination.amount, target: body.denomination.target ?? 'origin' }
     const denominationDecimals = this.assets.decimalsOf(denomination.asset)
@@ -113,10 +178,11 @@ export class QuotesService {
       throw amountInvalid(`The amount has more decimal places than ${denomination.asset} allows (${denominationDecimals})`, 'decimal-places', { decimals: denominationDecimals })
     }
 
-    const enabled = kind === 'trade' ? await this.capabilities.require(principal, 'trades') : undefined
+    // Exchanging one asset for another is a trade, whatever the ends.
+    const enabled = kind === 'trade' || exchange ? await this.capabilities.require(principal, 'trades') : undefined
     await this.checkFeatures(principal, kind, origin.asset, destination.asset, enabled)
 
-    const usd = await this.usdQuotes([origin.asset, destination.asset, denomination.asset])
+    const usd = await this.usdQuotes([origin.asset, destination.asset, denomination.asset, ...(destination.network ? this.networkFeeAssets(destination.network) : [])])
     const mid = (from: string, to: string) => (from === to ? '1' : new Decimal(usd.get(from)!.mid).div(usd.get(to)!.mid).toFixed())
     const originDecimals = this.assets.decimalsOf(origin.asset)!
     const destinationDecimals = this.assets.decimalsOf(destination.asset)!
@@ -126,8 +192,8 @@ export class QuotesService {
     const targetAmount = denomination.asset === targetAsset ? amount.toFixed() : roundTarget(denomination.amount, mid(denomination.asset, targetAsset), denomination.target, targetDecimals)
     if (new BigNumber(targetAmount).isZero()) throw amountInvalid('The amount is too small to be paid or received in the asset', 'minimum-limit-not-met')
 
-    const rate = kind === 'transfer' ? '1' : withSpread(mid(origin.asset, destination.asset), this.settings.spread)
-    const fees = this.feeRules(kind, usd.get(origin.asset)!, originDecimals)
+    const rate = exchange ? withSpread(mid(origin.asset, destination.asset), this.settings.spread) : '1'
+    const fees = this.feeRules(kind, exchange, destination, usd, origin.asset, originDecimals)
     let pricing
     try {
       pricing = price({ target: denomination.target, amount: targetAmount, rate, originDecimals, destinationDecimals, fees })
@@ -136,7 +202,7 @@ export class QuotesService {
       throw error
     }
     this.checkLimits(origin.asset, pricing.originAmount, usd, denomination.asset)
-    if (new BigNumber(origin.balance.available).isLessThan(pricing.originAmount)) {
+    if (origin.account && new BigNumber(origin.account.available).isLessThan(pricing.originAmount)) {
       throw new DomainError('insufficient_balance', 'The origin does not have enough balance to perform the transaction', { details: { context: 'body', property: 'origin' } })
     }
 
@@ -146,13 +212,13 @@ export class QuotesService {
       id: uuidv7(now.getTime()),
       owner_id: ownerId,
       kind,
-      origin: { type: 'account', id: origin.id, ownerId: origin.ownerId },
-      destination: { type: 'account', id: destination.id, ownerId: destination.ownerId },
-      origin_account_id: origin.id,
-      destination_account_id: destination.id,
+      origin: origin.node,
+      destination: destination.node,
+      origin_account_id: origin.account?.id ?? null,
+      destination_account_id: destination.account?.id ?? null,
       origin_asset: origin.asset,
       origin_amount: pricing.originAmount,
-      origin_rate: kind === 'transfer' ? '1' : inverseRate(rate),
+      origin_rate: exchange ? inverseRate(rate) : '1',
       destination_asset: destination.asset,
       destination_amount: pricing.destinationAmount,
       destination_rate: rate,
@@ -193,24 +259,95 @@ export class QuotesService {
     return requested
   }
 
-  /** Both ends' accounts, read together; 409 for a node type not executed yet, 404 for an account not the user's. */
-  private async accountsOf(principal: Principal, origin: CreateQuoteBody['origin'], destination: CreateQuoteBody['destination']) {
-    const ends = [['origin', origin], ['destination', destination]] as const
-    for (const [end, node] of ends) {
-      if (node.type !== 'account') {
-        throw operationNotAllowed(`${end === 'origin' ? 'Origin' : 'Destination'} node type '${node.type}' is not supported yet: quotes move money between accounts`, ['node-type-not-supported'])
-      }
-    }
-    const ids = ends.map(([, node]) => (node as { id: string }).id.toLowerCase())
-    const found = new Map((await this.accounts.getMany(principal, ids.filter((id) => isUuid(id)))).map((account) => [account.id, account]))
-    const accountOf = (end: 'origin' | 'destination', id: string) => {
-      const account = found.get(id)
+  /**
+   * What each end of the quote is, and so the kind of movement: two of the user's accounts (a trade or a
+   * transfer), an account to an external account or a crypto address (a withdrawal), or a bank account the user
+   * linked to one of their accounts (a deposit, pulled from the bank). Other pairs are refused with the
+   * reference's errors: 404 for a node that is not the user's, 409 for one that cannot be used so.
+   */
+  private async endsOf(principal: Principal, origin: CreateQuoteBody['origin'], destination: CreateQuoteBody['destination']): Promise<{ kind: QuoteKind; origin: End; destination: End }> {
+    if (origin.type === 'apm') throw await this.apmRefusal(principal, 'Origin', origin.method)
+    if (destination.type === 'apm') throw await this.apmRefusal(principal, 'Destination', destination.method)
+    const accountIds = [origin, destination].flatMap((node) => (node.type === 'account' && isUuid(node.id) ? [node.id.toLowerCase()] : []))
+    const found = new Map((await this.accounts.getMany(principal, accountIds)).map((account) => [account.id, account]))
+    const accountEnd = (end: 'origin' | 'destination', id: string): End => {
+      const account = found.get(id.toLowerCase())
       if (!account) throw notFound('account', { context: 'body', property: end })
-      return account
+      return { asset: account.asset, node: { type: 'account', id: account.id, ownerId: account.ownerId }, account: { id: account.id, available: account.balance.available } }
     }
-    return [accountOf('origin', ids[0]!), accountOf('destination', ids[1]!)] as const
+
+    if (origin.type === 'account') {
+      const from = accountEnd('origin', origin.id)
+      if (destination.type === 'account') {
+        const to = accountEnd('destination', destination.id)
+        if (from.account!.id === to.account!.id) throw new DomainError('transaction_node_invalid', 'The origin and the destination are the same account')
+        return { kind: from.asset === to.asset ? 'transfer' : 'trade', origin: from, destination: to }
+      }
+      if (destination.type === 'crypto-address') return { kind: 'withdrawal', origin: from, destination: this.cryptoAddressEnd(destination) }
+      return { kind: 'withdrawal', origin: from, destination: await this.externalEnd(principal, 'destination', destination, 'withdraw') }
+    }
+    // The origin is an external account: money pulled from the user's bank account into one of their accounts.
+    if (destination.type !== 'account') throw new DomainError('transaction_node_invalid', 'The destination of a deposit from an external account must be an account')
+    const from = await this.externalEnd(principal, 'origin', origin, 'deposit')
+    return { kind: 'deposit', origin: from, destination: accountEnd('destination', destination.id) }
   }
 
+  /** Payment apps are not offered yet: the capability answers first (they are disabled in the shipped catalogue). */
+  private async apmRefusal(principal: Principal, end: string, method: 'apple-pay' | 'paypal' | 'venmo'): Promise<DomainError> {
+    await this.capabilities.require(principal, method)
+    return operationNotAllowed(`${end} node type 'apm' is not supported yet`, ['node-type-not-supported'])
+  }
+
+  private async externalEnd(principal: Principal, end: 'origin' | 'destination', node: { id: string; network?: string }, feature: Feature): Promise<End> {
+    let external: QuoteExternalAccount
+    try {
+      external = await this.externalAccounts.forMovement(principal, node.id, feature)
+    } catch (error) {
+      if (error instanceof DomainError && error.code === 'entity_not_found') throw notFound('external-account', { context: 'body', property: end })
+      throw error
+    }
+    if (external.type === 'apm') throw operationNotAllowed(`External accounts of type 'apm' are not supported yet`, ['node-type-not-supported'])
+    if (external.type === 'card') {
+      // Card deposits are authorized with 3-D Secure (a flow of their own); a withdrawal needs the issuer to take push payments.
+      if (feature === 'deposit') throw operationNotAllowed('Deposits from cards are not supported yet', ['node-type-not-supported'])
+      if (external.octSupport !== 'supported') throw operationNotAllowed('The card does not take withdrawals', ['card-withdrawals-unsupported'])
+    }
+    const capability = feature === 'withdraw' ? (`${external.type}-withdrawals` as const) : (`${external.type}-deposits` as const)
+    if (capability === 'bank-deposits' || capability === 'bank-withdrawals' || capability === 'card-withdrawals' || capability === 'crypto-withdrawals') {
+      await this.capabilities.require(principal, capability)
+    }
+    const network = node.network ?? external.network
+    if (!external.networks.includes(network)) throw new DomainError('transaction_node_invalid', `The ${end} external account does not support the specified network`)
+    if (!external.available) throw new DomainError('transaction_node_invalid', `The ${end} external account lacks '${feature}' feature`)
+    return {
+      asset: external.asset,
+      node: { type: 'external-account', id: external.id, ownerId: external.ownerId, network },
+      external: external.type === 'crypto' ? 'crypto' : external.type,
+      network,
+    }
+  }
+
+  private cryptoAddressEnd(node: Extract<CreateQuoteBody['destination'], { type: 'crypto-address' }>): End {
+    if (!this.networks.railHas('crypto', node.network, node.asset, 'withdraw')) {
+      throw new DomainError('transaction_node_invalid', `The asset ${node.asset} cannot be withdrawn on the network ${node.network}`)
+    }
+    const check = this.networks.validateAddress(node.network, node.address, node.reference)
+    if (!check.isValid) {
+      const property = check.error.code === 'address_invalid' ? 'destination.address' : 'destination.reference'
+      throw new DomainError('crypto_address_invalid', check.error.message, { details: { context: 'body', property } })
+    }
+    return {
+      asset: node.asset,
+      node: { type: 'crypto-address', network: node.network, address: node.address, ...(node.reference !== undefined ? { reference: node.reference } : {}) },
+      external: 'crypto',
+      network: node.network,
+    }
+  }
+
+  /**
+   * The assets' features for the user: an exchange needs `sell` of the origin asset and `buy` of the destination's;
+   * a withdrawal needs `withdraw` of the asset that leaves, a deposit `deposit` of the asset that arrives.
+   */
   private async checkFeatures(principal: Principal, kind: QuoteKind, originAsset: string, destinationAsset: string, enabled?: ReadonlySet<string>): Promise<void> {
     const assets = await this.assets.forUser(principal, [originAsset, destinationAsset], enabled)
     const missing = (asset: string, feature: string, end: 'origin' | 'destination') => {
@@ -218,12 +355,14 @@ export class QuotesService {
         throw new DomainError('asset_feature_not_available', `The '${feature}' feature is not available for the ${end} asset`, { details: { context: 'body', property: end, feature } })
       }
     }
-    if (kind === 'trade') {
+    if (originAsset !== destinationAsset) {
       missing(originAsset, 'sell', 'origin')
       missing(destinationAsset, 'buy', 'destination')
     } else if (assets[originAsset]?.delisted !== false) {
       throw new DomainError('asset_not_supported', 'The asset is not supported', { details: { context: 'body', property: 'origin' } })
     }
+    if (kind === 'withdrawal') missing(destinationAsset, 'withdraw', 'destination')
+    if (kind === 'deposit') missing(originAsset, 'deposit', 'origin')
   }
 
   private async usdQuotes(codes: readonly string[]): Promise<Map<string, UsdQuote>> {
@@ -241,14 +380,36 @@ export class QuotesService {
     return result
   }
 
-  /** The schedule's fees of this kind, their fixed parts in the origin asset (at the mid, rounded up). */
-  private feeRules(kind: QuoteKind, originUsd: UsdQuote, originDecimals: number): FeeRule[] {
-    return this.settings.rules.fees[kind].map((rule) => ({
+  /**
+   * The schedule's fees of the movement, their fixed parts in the origin asset (at the mid, rounded up): an
+   * exchange's fees when the asset changes, the fees of the kind of movement (by the outside party's type for
+   * withdrawals and deposits), and a crypto withdrawal's network fee, priced in the network's own asset.
+   */
+  private feeRules(kind: QuoteKind, exchange: boolean, outside: End, usd: ReadonlyMap<string, UsdQuote>, originAsset: string, originDecimals: number): FeeRule[] {
+    const { fees } = this.settings.rules
+    const schedule = [
+      ...(kind === 'trade' || exchange ? fees.trade : []),
+      ...(kind === 'transfer' ? fees.transfer : []),
+      ...(kind === 'withdrawal' && outside.external ? (fees.withdrawal?.[outside.external] ?? []) : []),
+      ...(kind === 'deposit' && outside.external === 'bank' ? (fees.deposit?.bank ?? []) : []),
+    ]
+    const inOrigin = (amount: string, asset: string) =>
+      new Decimal(amount).times(usd.get(asset)!.mid).div(usd.get(originAsset)!.mid).decimalPlaces(originDecimals, BigNumber.ROUND_UP).toFixed()
+    const rules: FeeRule[] = schedule.map((rule) => ({
       type: rule.type,
       code: rule.code,
       ...(rule.percentage !== undefined ? { percentage: rule.percentage } : {}),
-      ...(rule.fixedUsd !== undefined ? { fixed: new Decimal(rule.fixedUsd).div(originUsd.mid).decimalPlaces(originDecimals, BigNumber.ROUND_UP).toFixed() } : {}),
+      ...(rule.fixedUsd !== undefined ? { fixed: new Decimal(rule.fixedUsd).div(usd.get(originAsset)!.mid).decimalPlaces(originDecimals, BigNumber.ROUND_UP).toFixed() } : {}),
     }))
+    const networkFee = kind === 'withdrawal' && outside.external === 'crypto' && outside.network ? this.settings.rules.networkFees?.[outside.network] : undefined
+    if (networkFee) rules.push({ type: 'network', code: 'network-fee', fixed: inOrigin(networkFee.amount, networkFee.asset) })
+    return rules
+  }
+
+  /** The asset a network's fee is priced in, when the schedule names one. */
+  private networkFeeAssets(network: string): string[] {
+    const fee = this.settings.rules.networkFees?.[network]
+    return fee ? [fee.asset] : []
   }
 
   /** The origin amount, valued in US dollars at the mid, within the limits of its asset; limits are reported in the denomination asset. */

@@ -110,6 +110,7 @@ export class CountriesService {
   private readonly closedResidences: ReadonlySet<string>
   private readonly scopesByCountry: ReadonlyMap<string, ReadonlySet<string>>
   private readonly subdivisionCodes: ReadonlySet<string>
+  private readonly currencies: ReadonlyMap<string, string>
 
   constructor(definitions: readonly CountryDefinition[], policy: CountryRestrictionsFile) {
     checkCatalogue(definitions)
@@ -119,6 +120,7 @@ export class CountriesService {
     const closed = (entry: { restrictions: readonly { scope: string }[] }) => entry.restrictions.some((r) => r.scope === 'residence')
     this.scopesByCountry = new Map(countries.map((c) => [c.code, new Set(c.restrictions.map((r) => r.scope))]))
     this.subdivisionCodes = new Set(countries.flatMap((c) => c.subdivisions.map((s) => s.code)))
+    this.currencies = new Map(countries.map((c) => [c.code, c.asset]))
     this.closedResidences = new Set([
       ...countries.filter(closed).map((c) => c.code),
       ...countries.flatMap((c) => c.subdivisions.filter(closed).map((s) => s.code)),
@@ -134,6 +136,11 @@ export class CountriesService {
   supports(code: string, scope?: CountryRestrictionScope): boolean {
     const scopes = this.scopesByCountry.get(code)
     return scopes !== undefined && (scope === undefined || !scopes.has(scope))
+  }
+
+  /** The asset code of the country's currency; undefined for a country not in the catalogue. */
+  currencyOf(code: string): string | undefined {
+    return this.currencies.get(code)
   }
 
   hasSubdivision(code: string): boolean {

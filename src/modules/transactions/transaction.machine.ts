@@ -12,10 +12,10 @@
  *      failed ◀────────────────────────────────────────────────────┘
  * ```
  * Deposits may be put on hold (a review, a request for information) and released; trades and transfers
- * between a user's own accounts settle or fail.
+ * between a user's own accounts, and withdrawals, settle or fail.
  */
 
-export const TRANSACTION_KINDS = ['deposit', 'trade', 'transfer'] as const
+export const TRANSACTION_KINDS = ['deposit', 'trade', 'transfer', 'withdrawal'] as const
 export type TransactionKind = (typeof TRANSACTION_KINDS)[number]
 
 export type TransactionState = 'processing' | 'on-hold' | 'completed' | 'failed'
@@ -45,6 +45,7 @@ const MACHINES: Record<TransactionKind, Table> = {
   deposit: WITH_HOLDS,
   trade: SETTLE_OR_FAIL,
   transfer: SETTLE_OR_FAIL,
+  withdrawal: SETTLE_OR_FAIL,
 }
 
 export function isTransactionKind(value: string): value is TransactionKind {

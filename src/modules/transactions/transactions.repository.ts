@@ -1,3 +1,4 @@
+import { sql } from 'kysely'
 import type { Executor, StoredDenomination, StoredFee, TransactionRow, Tx } from '../../db/schema.ts'
 import { fetchPage } from '../../db/paging.ts'
 import type { PageWindow } from '../../http/pagination.ts'
@@ -21,6 +22,8 @@ export interface NewTransaction {
   destination_account_id: string | null
   network: string | null
   reference: string | null
+  /** Where the money leaves to or comes from outside Tessera, as one key (the duplicate-withdrawal rule). */
+  counterparty?: string | null
   quote_id: string | null
   quoted_at: Date
   created_at: Date
@@ -29,6 +32,7 @@ export interface NewTransaction {
 function processingRow(row: NewTransaction) {
   return {
     ...row,
+    counterparty: row.counterparty ?? null,
     status: 'processing' as const,
     reason: null,
     origin: JSON.stringify(row.origin),
@@ -108,6 +112,32 @@ export function transition(
     .where('status', '=', from)
     .returningAll()
     .execute()
+}
+
+/**
+ * Serializes the user's withdrawals to one place outside Tessera until the caller's transaction ends, so that
+ * the duplicate check and the insert it guards happen as one.
+ */
+export async function lockCounterparty(tx: Tx, organizationId: string, ownerId: string, counterparty: string): Promise<void> {
+  await sql`select pg_advisory_xact_lock(hashtextextended(${`transactions:counterparty:${organizationId}:${ownerId}:${counterparty}`}, 0))`.execute(tx)
+}
+
+/** Whether the user started a withdrawal of this denomination to the counterparty since `since` that has not failed. */
+export async function hasRecentWithdrawal(tx: Tx, input: { organizationId: string; ownerId: string; counterparty: string; asset: string; amount: string; since: Date }): Promise<boolean> {
+  const row = await tx
+    .selectFrom('transactions')
+    .select('id')
+    .where('organization_id', '=', input.organizationId)
+    .where('owner_id', '=', input.ownerId)
+    .where('counterparty', '=', input.counterparty)
+    .where('created_at', '>=', input.since)
+    .where('type', '=', 'withdrawal')
+    .where('status', '<>', 'failed')
+    .where(sql<string>`denomination->>'asset'`, '=', input.asset)
+    .where(sql<string>`(denomination->>'amount')::numeric`, '=', sql<string>`${input.amount}::numeric`)
+    .limit(1)
+    .executeTakeFirst()
+  return row !== undefined
 }
 
 /** How many movements of these types the user started since `since` (velocity). */

@@ -126,7 +126,9 @@ export const Transaction = component(
   Type.Object(
     {
       id: Uuid,
-      type: Type.String({ description: 'What the transaction is: `deposit`, `trade` (between accounts of two assets), `transfer` (between accounts of one asset).' }),
+      type: Type.String({
+        description: 'What the transaction is: `deposit` (money in: arrived on a rail, or pulled from a linked bank account), `trade` (between accounts of two assets), `transfer` (between accounts of one asset), `withdrawal` (money out, to an external account or a crypto address).',
+      }),
       origin: Endpoint('transaction-origin-endpoint', 'Where the money comes from.'),
       destination: Endpoint('transaction-destination-endpoint', 'Where the money goes.'),
       denomination: Denomination,
@@ -156,7 +158,7 @@ const StatusFilter = Type.String({
   description: 'Only transactions in these statuses (comma-separated).',
 })
 
-const TypeFilter = Type.String({ pattern: '^(deposit|trade|transfer)(,(deposit|trade|transfer))*$', description: 'Only transactions of these types (comma-separated).' })
+const TypeFilter = Type.String({ pattern: '^(deposit|trade|transfer|withdrawal)(,(deposit|trade|transfer|withdrawal))*$', description: 'Only transactions of these types (comma-separated).' })
 
 export const ListTransactionsQuery = Type.Object({ status: Type.Optional(StatusFilter), type: Type.Optional(TypeFilter), ...PaginationQuery })
 export const ListTransactionsResponse = component('list-transactions-response', Type.Object({ transactions: Type.Array(Transaction), pagination: Pagination }))

@@ -1,7 +1,7 @@
 import type { Db, Executor, QuoteRow, TransactionRow, Tx } from '../../db/schema.ts'
 import { pageWindow, type PageWindow, type PaginationParams } from '../../http/pagination.ts'
 import type { Principal } from '../../http/principal.ts'
-import { DomainError, notFound, type ErrorBody } from '../../lib/errors.ts'
+import { DomainError, notFound, operationNotAllowed, type ErrorBody } from '../../lib/errors.ts'
 import { isUuid, uuidv7 } from '../../lib/ids.ts'
 import { recordEvents } from '../events/index.ts'
 import { formatAmount } from '../ledger/index.ts'
@@ -60,12 +60,17 @@ export interface QuoteUser {
   use(tx: Tx, principal: Principal, quoteId: string, at: Date): Promise<UsedQuote>
 }
 
-/** What the flow of a quoted movement starts with: what its origin pays, from which account. */
+/** A second withdrawal of the same amount to the same place within this window is refused (spec §8). */
+export const DUPLICATE_WITHDRAWAL_WINDOW_MS = 2 * 60_000
+
+/** What the flow of a quoted movement starts with: what its origin pays, from which account (none for a bank pull). */
 export interface QuotedMovement {
-  originAccountId: string
+  originAccountId: string | null
   originAmount: string
   originAsset: string
   destinationAsset: string
+  /** The rail network of a movement that leaves or enters Tessera; null inside it. */
+  network: string | null
 }
 
 /** How a kind of movement is carried out once recorded: its money flow (src/flows), started in the same transaction. */
@@ -81,6 +86,19 @@ export interface MovementFlow<D = Record<string, unknown>> {
 export interface AtomicIdempotency {
   claim(tx: Tx): Promise<void>
   complete(tx: Tx, status: number, body: unknown): Promise<void>
+}
+
+/**
+ * One key for a place outside Tessera, so that movements to it can be found again: the external account, or the
+ * crypto address (hex addresses in lower case, as they are the same in any case).
+ */
+export function counterpartyOf(node: Record<string, unknown>): string | null {
+  if (node.type === 'external-account') return `external-account:${String(node.id)}`
+  if (node.type === 'crypto-address') {
+    const address = String(node.address)
+    return `crypto-address:${String(node.network)}:${/^0x[0-9a-f]+$/i.test(address) ? address.toLowerCase() : address}:${typeof node.reference === 'string' ? node.reference : ''}`
+  }
+  return null
 }
 
 function actingUser(principal: Principal): string {
@@ -102,7 +120,7 @@ export class TransactionsService {
   private readonly db: Db
   private readonly accounts: AccountDirectory
   private readonly quotes: QuoteUser
-  private readonly flows = new Map<string, MovementFlow<QuotedMovement>>()
+  private readonly flows = new Map<string, { flow: MovementFlow<QuotedMovement>; inline: number }>()
   private readonly afterCreate: () => void
 
   constructor(deps: { db: Db; accounts: AccountDirectory; quotes: QuoteUser; afterCreate?: () => void }) {
@@ -112,9 +130,12 @@ export class TransactionsService {
     this.afterCreate = deps.afterCreate ?? (() => {})
   }
 
-  /** The flow that carries out quotes of a kind (`trade`, `transfer`, …). */
-  executeWith(kind: TransactionKind, flow: MovementFlow<QuotedMovement>): void {
-    this.flows.set(kind, flow)
+  /**
+   * The flow that carries out quotes of a kind (`trade`, `transfer`, …), and how many of its first steps run when
+   * the transaction is created (1 by default: the hold on the origin account).
+   */
+  executeWith(kind: TransactionKind, flow: MovementFlow<QuotedMovement>, options: { inline?: number } = {}): void {
+    this.flows.set(kind, { flow, inline: options.inline ?? 1 })
   }
 
   /**
@@ -128,8 +149,11 @@ export class TransactionsService {
       await idempotency?.claim(tx)
       const at = new Date()
       const quote = await this.quotes.use(tx, principal, body.quoteId, at)
-      const flow = this.flows.get(quote.kind)
-      if (!flow || !isTransactionKind(quote.kind)) throw new Error(`No flow executes quotes of kind ${quote.kind}`)
+      const execution = this.flows.get(quote.kind)
+      if (!execution || !isTransactionKind(quote.kind)) throw new Error(`No flow executes quotes of kind ${quote.kind}`)
+      const outside = quote.kind === 'withdrawal' ? quote.destination : quote.kind === 'deposit' ? quote.origin : null
+      const counterparty = outside ? counterpartyOf(outside) : null
+      if (quote.kind === 'withdrawal' && counterparty !== null) await this.refuseDuplicateWithdrawal(tx, principal.organizationId, ownerId, counterparty, quote, at)
       const row = await repository.insert(tx, {
         organization_id: principal.organizationId,
         id: uuidv7(at.getTime()),
@@ -147,16 +171,16 @@ export class TransactionsService {
         fees: quote.fees,
         origin_account_id: quote.origin_account_id,
         destination_account_id: quote.destination_account_id,
-        network: null,
+        network: outside && typeof outside.network === 'string' ? outside.network : null,
         reference: null,
+        counterparty,
         quote_id: quote.id,
         quoted_at: quote.created_at,
         created_at: at,
       })
       try {
-        if (quote.origin_account_id === null) throw new Error(`Quote ${quote.id} of kind ${quote.kind} has no origin account`)
-        const data = { originAccountId: quote.origin_account_id, originAmount: quote.origin_amount, originAsset: quote.origin_asset, destinationAsset: quote.destination_asset }
-        await flow.start(tx, { organizationId: principal.organizationId, id: row.id, data, inline: 1 })
+        const data = { originAccountId: quote.origin_account_id, originAmount: quote.origin_amount, originAsset: quote.origin_asset, destinationAsset: quote.destination_asset, network: row.network }
+        await execution.flow.start(tx, { organizationId: principal.organizationId, id: row.id, data, inline: execution.inline })
       } catch (error) {
         // The ledger names its account; the API names the request's part, as the reference does.
         if (error instanceof DomainError && error.code === 'insufficient_balance') {
@@ -224,6 +248,20 @@ export class TransactionsService {
     }
     await announceTransactions(tx, TRANSACTION_EVENTS.statusChanged, moved)
     return moved
+  }
+
+  /** 409 `operation_not_allowed` (`duplicate-withdrawal`) for the same amount to the same place within the window. */
+  private async refuseDuplicateWithdrawal(tx: Tx, organizationId: string, ownerId: string, counterparty: string, quote: UsedQuote, at: Date): Promise<void> {
+    await repository.lockCounterparty(tx, organizationId, ownerId, counterparty)
+    const since = new Date(at.getTime() - DUPLICATE_WITHDRAWAL_WINDOW_MS)
+    if (await repository.hasRecentWithdrawal(tx, { organizationId, ownerId, counterparty, asset: quote.denomination.asset, amount: quote.denomination.amount, since })) {
+      throw operationNotAllowed('Transaction not allowed due to a duplicate withdrawal', ['duplicate-withdrawal'])
+    }
+  }
+
+  /** For flows: the transactions, as they stand (outside any database transaction: for calls to outside parties). */
+  findMany(organizationId: string, ids: readonly string[]): Promise<TransactionRow[]> {
+    return repository.findMany(this.db, organizationId, ids)
   }
 
   /** For flows: how many trades and transfers the user started in [since, before). */

@@ -1,0 +1,272 @@
+import BigNumber from 'bignumber.js'
+import type { TransactionRow, Tx } from '../db/schema.ts'
+import { DomainError } from '../lib/errors.ts'
+import type { LedgerService } from '../modules/ledger/index.ts'
+import type { QuotedMovement, TransactionsService } from '../modules/transactions/index.ts'
+import { RailUnavailableError, type PaymentRail, type RailCounterparty, type RailFailureReason, type RailOrder } from '../providers/rails/payouts.ts'
+import { failTransaction } from './failure-reasons.ts'
+import { FlowWait, type Flow, type FlowHandle, type FlowRunner, type FlowStep } from './runner.ts'
+
+/**
+ * Movements that leave Tessera, or come in, over a payment rail: withdrawals (to a bank account, a card, a crypto
+ * address) and bank pulls (a deposit the user starts from their linked bank account). Both send one order to the
+ * rail, wait for the rail's outcome, and only then move the money in the ledger; a refused or failed order fails
+ * the transaction with the rail's reason, after releasing what was held.
+ */
+
+type PostingInput = Parameters<LedgerService['postAll']>[0][number]
+
+/** The transaction's figures (its origin account: none for a bank pull; its rail network), then what the steps learn. */
+export interface RailFlowData extends QuotedMovement {
+  /** The hold on the origin account (withdrawals), once placed. */
+  holdId?: string
+  /** The rail's id of the order, once it took it; or why it refused it. */
+  orderId?: string
+  rejected?: RailFailureReason
+  /** The rail's outcome, once final: its trace of the payment, or why it failed. */
+  networkReference?: string
+  failed?: RailFailureReason
+}
+
+/** Where a movement's outside end is, as the rail reaches it (the external accounts module answers). */
+export interface CounterpartyDirectory {
+  counterparty(organizationId: string, externalAccountId: string, network: string): Promise<RailCounterparty>
+}
+
+const railFailure = (reason: RailFailureReason) => new DomainError('operation_not_allowed', `The payment rail refused the order: ${reason}`, { details: { reasons: [reason], reason } })
+
+const railUnavailable = (error: unknown) =>
+  error instanceof RailUnavailableError ? new DomainError('service_unavailable', 'The payment rail cannot be reached', { retryable: true, cause: error }) : error
+
+/** The outside end of a movement: the destination of a withdrawal, the origin of a bank pull. */
+function outsideNode(row: TransactionRow): Record<string, unknown> {
+  return (row.type === 'withdrawal' ? row.destination : row.origin) as Record<string, unknown>
+}
+
+async function orderOf(row: TransactionRow, directory: CounterpartyDirectory): Promise<RailOrder> {
+  const node = outsideNode(row)
+  const network = String(node.network)
+  const counterparty: RailCounterparty = node.type === 'crypto-address'
+    ? { kind: 'crypto', network, address: String(node.address), ...(typeof node.reference === 'string' ? { reference: node.reference } : {}) }
+    : await directory.counterparty(row.organization_id, String(node.id), network)
+  const payout = row.type === 'withdrawal'
+  return {
+    // The transaction and the step: whatever the retries and crashes, the rail sees one order.
+    key: `${row.id}:submit`,
+    organizationId: row.organization_id,
+    direction: payout ? 'payout' : 'collection',
+    asset: payout ? row.destination_asset : row.origin_asset,
+    amount: payout ? row.destination_amount : row.origin_amount,
+    counterparty,
+    reference: row.id,
+  }
+}
+
+/** The two steps that talk to the rail: send the order once, then ask for its outcome until it is final. */
+function railSteps(deps: { rail: PaymentRail; transactions: TransactionsService; directory: CounterpartyDirectory }): FlowStep<RailFlowData>[] {
+  const { rail, transactions, directory } = deps
+  return [
+    {
+      name: 'submit',
+      async call(flows) {
+        const rows = await transactions.findMany(flows[0]!.organizationId, flows.map((flow) => flow.id))
+        // A transaction that is no longer processing (failed meanwhile) sends nothing.
+        const live = rows.filter((row) => row.status === 'processing')
+        const orders = await Promise.all(live.map((row) => orderOf(row, directory)))
+        let receipts
+        try {
+          receipts = orders.length === 0 ? [] : await rail.submit(orders)
+        } catch (error) {
+          throw railUnavailable(error)
+        }
+        const answers = new Map<string, Partial<RailFlowData>>()
+        receipts.forEach((receipt, i) => {
+          answers.set(live[i]!.id, receipt.status === 'accepted' ? { orderId: receipt.orderId } : { rejected: receipt.reason })
+        })
+        return answers
+      },
+      async run(_tx, flows) {
+        const rejected = flows.find((flow) => flow.data.rejected !== undefined)
+        if (rejected) throw railFailure(rejected.data.rejected!)
+      },
+    },
+    {
+      name: 'confirm',
+      async call(flows) {
+        const ids = flows.flatMap((flow) => (flow.data.orderId ? [flow.data.orderId] : []))
+        let outcomes
+        try {
+          outcomes = await rail.outcomes(ids)
+        } catch (error) {
+          throw railUnavailable(error)
+        }
+        const answers = new Map<string, Partial<RailFlowData> | FlowWait>()
+        for (const flow of flows) {
+          const outcome = flow.data.orderId ? outcomes.get(flow.data.orderId) : undefined
+          if (!outcome) continue
+          if (outcome.status === 'pending') answers.set(flow.id, new FlowWait(outcome.retryAt))
+          else if (outcome.status === 'failed') answers.set(flow.id, { failed: outcome.reason })
+          else answers.set(flow.id, outcome.networkReference !== undefined ? { networkReference: outcome.networkReference } : {})
+        }
+        return answers
+      },
+      async run(_tx, flows) {
+        const failed = flows.find((flow) => flow.data.failed !== undefined)
+        if (failed) throw railFailure(failed.data.failed!)
+      },
+    },
+  ]
+}
+
+/** The system accounts a settlement posts to: prepared outside its database transaction. */
+async function prepareAccounts(ledger: LedgerService, flows: readonly Flow<RailFlowData>[]): Promise<void> {
+  for (const { organizationId, data } of flows) {
+    const railAsset = data.originAccountId === null ? data.originAsset : data.destinationAsset
+    await ledger.systemAccount(organizationId, { kind: 'clearing', network: data.network!, asset: railAsset })
+    await ledger.systemAccount(organizationId, { kind: 'fees', asset: data.originAsset })
+    if (data.originAsset !== data.destinationAsset) {
+      await ledger.systemAccount(organizationId, { kind: 'liquidity', asset: data.originAsset })
+      await ledger.systemAccount(organizationId, { kind: 'liquidity', asset: data.destinationAsset })
+    }
+  }
+}
+
+function feeOf(row: TransactionRow): BigNumber {
+  return row.fees.reduce((sum, fee) => sum.plus(fee.amount), new BigNumber(0))
+}
+
+/**
+ * A withdrawal. Steps:
+ * 1. `reserve` — holds what the origin pays (amount and fees), when the transaction is created, in its database
+ *    transaction: a withdrawal the account cannot fund is refused and leaves nothing. Compensation releases it.
+ * 2. `submit` — sends the order to the rail, once (its key is the transaction's); a refusal fails the withdrawal.
+ * 3. `confirm` — asks the rail for the outcome, waiting (the job deferred, no attempt spent) while it is pending;
+ *    a failure (a returned payment, a declined card credit) fails the withdrawal and the hold is released.
+ * 4. `settle` — captures the hold: the fees to the fee account, the rest to the rail's clearing account of the
+ *    network (through the liquidity accounts when the asset changes on the way); the withdrawal completes.
+ */
+export function defineWithdrawalFlow(deps: {
+  runner: FlowRunner
+  ledger: LedgerService
+  transactions: TransactionsService
+  rail: PaymentRail
+  directory: CounterpartyDirectory
+  batchSize: number
+}): FlowHandle<RailFlowData> {
+  const { ledger, transactions } = deps
+  return deps.runner.define<RailFlowData>({
+    type: 'withdrawal',
+    batchSize: deps.batchSize,
+    steps: [
+      {
+        name: 'reserve',
+        async run(tx, flows) {
+          const patches = new Map<string, Partial<RailFlowData>>()
+          for (const flow of flows) {
+            const hold = await ledger.placeHold({ organizationId: flow.organizationId, accountId: flow.data.originAccountId!, amount: flow.data.originAmount, reference: `${flow.id}:hold` }, { tx })
+            patches.set(flow.id, { holdId: hold.id })
+          }
+          return patches
+        },
+        async compensate(tx, flow) {
+          if (flow.data.holdId !== undefined) await ledger.releaseHold({ organizationId: flow.organizationId, holdId: flow.data.holdId }, { tx })
+        },
+      },
+      ...railSteps(deps),
+      {
+        name: 'settle',
+        prepare: (flows) => prepareAccounts(ledger, flows),
+        async run(tx, flows) {
+          await settleWithdrawals(tx, ledger, transactions, flows)
+        },
+      },
+    ],
+    onFailed: failTransaction(transactions),
+  })
+}
+
+async function settleWithdrawals(tx: Tx, ledger: LedgerService, transactions: TransactionsService, flows: readonly Flow<RailFlowData>[]): Promise<void> {
+  const organizationId = flows[0]!.organizationId
+  const rows = await transactions.lockProcessing(tx, organizationId, flows.map((flow) => flow.id))
+  if (rows.length === 0) return
+  const holds = new Map(flows.map((flow) => [flow.id, flow.data.holdId]))
+  const system = (account: Parameters<LedgerService['knownSystemAccount']>[1]) => ledger.knownSystemAccount(organizationId, account)
+  const captures = []
+  const postings: PostingInput[] = []
+  for (const row of rows) {
+    const holdId = holds.get(row.id)
+    if (holdId === undefined) throw new Error(`Withdrawal ${row.id} reached settlement without a hold`)
+    const fee = feeOf(row)
+    const exchanged = new BigNumber(row.origin_amount).minus(fee).toFixed()
+    const clearing = system({ kind: 'clearing', network: row.network!, asset: row.destination_asset })
+    const exchange = row.origin_asset !== row.destination_asset
+    const credits = [{ accountId: exchange ? system({ kind: 'liquidity', asset: row.origin_asset }) : clearing, amount: exchanged }]
+    if (fee.isGreaterThan(0)) credits.push({ accountId: system({ kind: 'fees', asset: row.origin_asset }), amount: fee.toFixed() })
+    captures.push({ organizationId, holdId, type: 'withdrawal', reference: `${row.id}:capture`, credits, data: { transactionId: row.id } })
+    if (exchange) {
+      postings.push({
+        organizationId,
+        type: 'withdrawal',
+        reference: `${row.id}:deliver`,
+        legs: [{ accountId: system({ kind: 'liquidity', asset: row.destination_asset }), amount: `-${row.destination_amount}` }, { accountId: clearing, amount: row.destination_amount }],
+        data: { transactionId: row.id },
+      })
+    }
+  }
+  await ledger.captureAndPost({ organizationId, captures, postings }, { tx })
+  await transactions.apply(tx, rows, 'settle')
+}
+
+/**
+ * A deposit pulled from the user's linked bank account (an ACH debit). Steps: `submit` (the collection order, once),
+ * `confirm` (wait for the rail: a debit the bank returns, e.g. for insufficient funds, fails the deposit), then
+ * `settle`: the rail's clearing account pays the account (through the liquidity accounts when the asset changes)
+ * and the fees; the deposit completes. Nothing is held before, so a failure has nothing to release.
+ */
+export function defineBankPullFlow(deps: {
+  runner: FlowRunner
+  ledger: LedgerService
+  transactions: TransactionsService
+  rail: PaymentRail
+  directory: CounterpartyDirectory
+  batchSize: number
+}): FlowHandle<RailFlowData> {
+  const { ledger, transactions } = deps
+  return deps.runner.define<RailFlowData>({
+    type: 'bank-pull',
+    batchSize: deps.batchSize,
+    steps: [
+      ...railSteps(deps),
+      {
+        name: 'settle',
+        prepare: (flows) => prepareAccounts(ledger, flows),
+        async run(tx, flows) {
+          const organizationId = flows[0]!.organizationId
+          const rows = await transactions.lockProcessing(tx, organizationId, flows.map((flow) => flow.id))
+          if (rows.length === 0) return
+          const system = (account: Parameters<LedgerService['knownSystemAccount']>[1]) => ledger.knownSystemAccount(organizationId, account)
+          const postings: PostingInput[] = rows.map((row) => {
+            const fee = feeOf(row)
+            const exchanged = new BigNumber(row.origin_amount).minus(fee).toFixed()
+            const clearing = system({ kind: 'clearing', network: row.network!, asset: row.origin_asset })
+            const legs = [{ accountId: clearing, amount: `-${row.origin_amount}` }]
+            if (fee.isGreaterThan(0)) legs.push({ accountId: system({ kind: 'fees', asset: row.origin_asset }), amount: fee.toFixed() })
+            if (row.origin_asset === row.destination_asset) {
+              legs.push({ accountId: row.destination_account_id!, amount: row.destination_amount })
+            } else {
+              legs.push(
+                { accountId: system({ kind: 'liquidity', asset: row.origin_asset }), amount: exchanged },
+                { accountId: system({ kind: 'liquidity', asset: row.destination_asset }), amount: `-${row.destination_amount}` },
+                { accountId: row.destination_account_id!, amount: row.destination_amount },
+              )
+            }
+            return { organizationId, type: 'deposit', reference: `${row.id}:settle`, legs, data: { transactionId: row.id } }
+          })
+          await ledger.postAll(postings, { tx })
+          await transactions.apply(tx, rows, 'settle')
+        },
+      },
+    ],
+    onFailed: failTransaction(transactions),
+  })
+}

@@ -1,0 +1,481 @@
+import { createHmac } from 'node:crypto'
+import type { Db, ExternalAccountRow, Tx } from '../../db/schema.ts'
+import { isUniqueViolation } from '../../db/errors.ts'
+import { pageWindow, type PageWindow, type PaginationParams } from '../../http/pagination.ts'
+import type { Principal } from '../../http/principal.ts'
+import { DomainError, notFound, operationNotAllowed, type ErrorBody } from '../../lib/errors.ts'
+import { isUuid, uuidv7 } from '../../lib/ids.ts'
+import { derivePurposeKey, Sealer } from '../../lib/sealing.ts'
+import { CardProcessorUnavailableError, type CardProcessor, type CardVerification } from '../../providers/cards/card-processor.ts'
+import type { RailCounterparty } from '../../providers/rails/payouts.ts'
+import { recordEvent } from '../events/index.ts'
+import { attachInitialMetadata } from '../metadata/index.ts'
+import { checkAch, checkCard, checkFps, checkSepa, findBinRange, type BinRange, type DetailProblem } from './details.ts'
+import * as repository from './external-accounts.repository.ts'
+import type { CreateExternalAccountBody, ExternalAccount, ExternalAccountType, UpdateExternalAccountBody } from './external-accounts.schemas.ts'
+
+export const EXTERNAL_ACCOUNT_EVENTS = {
+  created: 'core.external-account.created',
+  statusChanged: 'core.external-account.status-changed',
+  deleted: 'core.external-account.deleted',
+} as const
+
+type Feature = 'deposit' | 'withdraw'
+
+/** A rail of the deployment (reference data): how an asset moves over a network, by which method. */
+export interface ExternalAccountRails {
+  list(filters: { type?: readonly string[]; network?: readonly string[]; method?: readonly string[]; asset?: readonly string[] }): { network: string; method: string; features: readonly string[] }[]
+}
+
+export interface ExternalAccountNetworks {
+  validateAddress(code: string, address: string, reference?: string): { isValid: true } | { isValid: false; error: { code: string; message: string } }
+  addressFamily(code: string): string | undefined
+}
+
+export interface ExternalAccountCapabilities {
+  enabledFor(principal: Principal): Promise<ReadonlySet<string>>
+  /** 409 `user_capability_failure` unless the acting user may use the capability now. */
+  require(principal: Principal, code: 'cards' | 'paypal' | 'venmo'): Promise<unknown>
+}
+
+export interface ExternalAccountUsers {
+  /** The acting user's country of residence, if they declared an address. */
+  residence(principal: Principal): Promise<string | null>
+}
+
+export interface ExternalAccountsSettings {
+  /** Cards a user may have linked at once; more needs one deleted first. */
+  maxLiveCards: number
+  /** Distinct cards a user may ever link. */
+  maxDistinctCards: number
+}
+
+/** Which capability allows each feature of each type of external account (docs/external-accounts.md). */
+const FEATURE_CAPABILITIES: Record<ExternalAccountType, (network: string) => Record<Feature, string>> = {
+  bank: () => ({ deposit: 'bank-deposits', withdraw: 'bank-withdrawals' }),
+  card: () => ({ deposit: 'deposits', withdraw: 'card-withdrawals' }),
+  crypto: () => ({ deposit: 'crypto-deposits', withdraw: 'crypto-withdrawals' }),
+  apm: (network) => ({ deposit: 'deposits', withdraw: `${network}-withdrawals` }),
+}
+
+/** Bank networks on which Tessera can pull money from a user's account (a deposit the user starts): ACH debits. */
+export const PULL_NETWORKS: readonly string[] = ['ach']
+
+const PAYPAL_IDENTIFIER = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
+const VENMO_IDENTIFIER = /^@[A-Za-z0-9_-]{5,30}$/
+
+function actingUser(principal: Principal): string {
+  if (principal.userId === null) throw notFound('user')
+  return principal.userId
+}
+
+function problem(found: DetailProblem): DomainError {
+  return new DomainError(found.code, found.message, { details: { context: 'body', property: found.property, ...found.extra } })
+}
+
+function duplicate(property: string, what: string): DomainError {
+  return new DomainError('duplicate', `The ${what} is already registered`, { details: { context: 'body', property } })
+}
+
+const railNotFound = () => new DomainError('entity_not_found', 'A rail for the specified type, asset and network cannot be found', { details: { entity: 'rail' } })
+
+/** What is stored of a new external account before it gets its id: everything the API shows, and how to find it again. */
+interface Prepared {
+  type: ExternalAccountType
+  network: string
+  asset: string
+  method: string
+  details: Record<string, unknown>
+  /** What identifies it, before it is hashed. */
+  identity: string
+  /** The duplicate error's property and noun. */
+  duplicateOf: [string, string]
+  card?: { number: string; securityCode: string; expiryDate: { month: number; year: number }; issuerCountry: string | null }
+}
+
+/**
+ * External accounts: where a user's money comes from and goes to outside Tessera. Details are validated for
+ * real (checksums, issuer ranges, the network's address rules) before anything is stored; a card is verified
+ * with its issuer through the card processor, its number sealed under a key of its own, its security code used
+ * for that verification only. What an external account may be used for (`features`) is the rail's features,
+ * narrowed by the user's capabilities.
+ */
+export class ExternalAccountsService {
+  private readonly db: Db
+  private readonly rails: ExternalAccountRails
+  private readonly networks: ExternalAccountNetworks
+  private readonly capabilities: ExternalAccountCapabilities
+  private readonly users: ExternalAccountUsers
+  private readonly currencyOf: (country: string) => string | undefined
+  private readonly processor: CardProcessor | null
+  private readonly bins: readonly BinRange[]
+  private readonly settings: ExternalAccountsSettings
+  private readonly cardSealer: Sealer
+  private readonly fingerprintKey: Buffer
+
+  constructor(deps: {
+    db: Db
+    rails: ExternalAccountRails
+    networks: ExternalAccountNetworks
+    capabilities: ExternalAccountCapabilities
+    users: ExternalAccountUsers
+    currencyOf: (country: string) => string | undefined
+    /** Null where the deployment has no card processor: cards cannot be linked. */
+    processor: CardProcessor | null
+    bins: readonly BinRange[]
+    settings: ExternalAccountsSettings
+    sealingKey: string
+  }) {
+    this.db = deps.db
+    this.rails = deps.rails
+    this.networks = deps.networks
+    this.capabilities = deps.capabilities
+    this.users = deps.users
+    this.currencyOf = deps.currencyOf
+    this.processor = deps.processor
+    this.bins = deps.bins
+    this.settings = deps.settings
+    // Card numbers get a key of their own: a leak of another sealed secret's key never opens them.
+    this.cardSealer = new Sealer(derivePurposeKey(deps.sealingKey, 'external-accounts/card-number'))
+    this.fingerprintKey = derivePurposeKey(deps.sealingKey, 'external-accounts/fingerprint')
+  }
+
+  async create(principal: Principal, body: CreateExternalAccountBody): Promise<{ externalAccount: ExternalAccount; errors?: { metadata: ErrorBody } }> {
+    const ownerId = actingUser(principal)
+    const prepared = await this.prepare(principal, body)
+    const fingerprint = this.fingerprint(prepared.type, prepared.network, prepared.identity)
+    const now = new Date()
+    const id = uuidv7(now.getTime())
+    if (prepared.card) await this.checkCardLimits(principal, ownerId, fingerprint)
+    if (prepared.card) this.verified(await this.verify(prepared.card, principal.organizationId, id))
+    const enabled = await this.capabilities.enabledFor(principal)
+    try {
+      return await this.db.transaction().execute(async (tx) => {
+        if (prepared.card) {
+          // Counted again under the user's lock: two links at once cannot both take the last place.
+          await repository.lockOwnerCards(tx, principal.organizationId, ownerId)
+          await this.checkCardCounts(tx, principal.organizationId, ownerId, fingerprint)
+        }
+        const row = await repository.insert(tx, {
+          organization_id: principal.organizationId,
+          id,
+          owner_id: ownerId,
+          type: prepared.type,
+          network: prepared.network,
+          asset: prepared.asset,
+          method: prepared.method,
+          label: body.label,
+          status: 'ok',
+          reason: null,
+          details: prepared.details,
+          fingerprint,
+          sealed_number: prepared.card ? this.cardSealer.seal(prepared.card.number, this.cardContext(principal.organizationId, id)) : null,
+          issuer_country: prepared.card?.issuerCountry ?? null,
+          created_at: now,
+        })
+        if (!row) throw duplicate(...prepared.duplicateOf)
+        const metadataError = body.metadata !== undefined
+          ? await attachInitialMetadata(tx, { organizationId: principal.organizationId, entityType: 'external-accounts', entityId: id }, body.metadata, now)
+          : null
+        const externalAccount = this.present(row, enabled)
+        await this.announce(tx, EXTERNAL_ACCOUNT_EVENTS.created, row, externalAccount)
+        return metadataError ? { externalAccount, errors: { metadata: metadataError.toBody() } } : { externalAccount }
+      })
+    } catch (error) {
+      if (isUniqueViolation(error, 'external_accounts_live_unique')) throw duplicate(...prepared.duplicateOf)
+      throw error
+    }
+  }
+
+  async list(principal: Principal, query: PaginationParams & { type?: ExternalAccountType }): Promise<{ externalAccounts: ExternalAccount[]; window: PageWindow; anchor: string | undefined; hasNext: boolean }> {
+    const ownerId = actingUser(principal)
+    const window = pageWindow(query)
+    const [page, enabled] = await Promise.all([repository.listPage(this.db, principal.organizationId, ownerId, query.type, window), this.capabilities.enabledFor(principal)])
+    return { externalAccounts: page.items.map((row) => this.present(row, enabled)), window, anchor: page.anchor, hasNext: page.hasNext }
+  }
+
+  async get(principal: Principal, externalAccountId: string): Promise<ExternalAccount> {
+    const row = await this.findLive(principal, externalAccountId)
+    return this.present(row, await this.capabilities.enabledFor(principal))
+  }
+
+  async update(principal: Principal, externalAccountId: string, body: UpdateExternalAccountBody): Promise<ExternalAccount> {
+    const ownerId = actingUser(principal)
+    if (body.label === undefined) return this.get(principal, externalAccountId)
+    const row = isUuid(externalAccountId) ? await repository.updateLabel(this.db, principal.organizationId, ownerId, externalAccountId.toLowerCase(), body.label, new Date()) : undefined
+    if (!row) throw notFound('external-account')
+    return this.present(row, await this.capabilities.enabledFor(principal))
+  }
+
+  /** Unlinks an external account: it disappears from the API; movements already under way still reach it. */
+  async delete(principal: Principal, externalAccountId: string): Promise<void> {
+    const ownerId = actingUser(principal)
+    if (!isUuid(externalAccountId)) throw notFound('external-account')
+    const enabled = await this.capabilities.enabledFor(principal)
+    await this.db.transaction().execute(async (tx) => {
+      const row = await repository.markDeleted(tx, principal.organizationId, ownerId, externalAccountId.toLowerCase(), new Date())
+      if (!row) throw notFound('external-account')
+      await this.announce(tx, EXTERNAL_ACCOUNT_EVENTS.deleted, row, this.present(row, enabled))
+    })
+  }
+
+  /** The external account `/core/external-accounts/{entityId}/metadata` names, when it is a live one of the acting user. */
+  async metadataOwner(principal: Principal, entityId: string): Promise<string | null> {
+    if (principal.userId === null || !isUuid(entityId)) return null
+    const [row] = await repository.findLiveMany(this.db, principal.organizationId, principal.userId, [entityId.toLowerCase()])
+    return row?.id ?? null
+  }
+
+  /**
+   * For quotes: a live external account of the acting user as a movement would use it — its asset, the networks
+   * it can be reached on for the feature, and whether the feature is available to the user now. 404
+   * `entity_not_found` (entity `external-account`) when the user has no such account.
+   */
+  async forMovement(principal: Principal, externalAccountId: string, feature: Feature): Promise<{ id: string; ownerId: string; type: ExternalAccountType; asset: string; network: string; networks: string[]; available: boolean; octSupport?: string }> {
+    const row = await this.findLive(principal, externalAccountId)
+    const account = this.present(row, await this.capabilities.enabledFor(principal))
+    const secondary = (account.details as { secondaryNetworks?: Partial<Record<Feature, string[]>> }).secondaryNetworks?.[feature] ?? []
+    return {
+      id: row.id,
+      ownerId: row.owner_id,
+      type: row.type,
+      asset: row.asset,
+      network: row.network,
+      networks: [row.network, ...secondary],
+      available: account.status === 'ok' && account.features.includes(feature),
+      ...(row.type === 'card' ? { octSupport: (row.details as { octSupport?: string }).octSupport ?? 'unknown' } : {}),
+    }
+  }
+
+  /**
+   * For flows: what a rail needs to reach an external account (deleted or not: a movement under way finishes). The
+   * card number is opened here, for the call, and never returned by the API.
+   */
+  async counterparty(organizationId: string, externalAccountId: string, network: string): Promise<RailCounterparty> {
+    const row = await repository.findAny(this.db, organizationId, externalAccountId)
+    if (!row) throw new Error(`External account ${externalAccountId} does not exist`)
+    const details = row.details as Record<string, string> & { expiryDate?: { month: number; year: number } }
+    switch (row.type) {
+      case 'bank':
+        if (row.network === 'fps') return { kind: 'bank', network: 'fps', sortCode: details.sortCode!, accountNumber: details.accountNumber! }
+        if (row.network === 'sepa') return { kind: 'bank', network: 'sepa', iban: details.iban!, bic: details.bic! }
+        return { kind: 'bank', network: network as 'ach', routingNumber: details.routingNumber!, accountNumber: details.accountNumber!, accountType: details.accountType! }
+      case 'card':
+        return { kind: 'card', network: row.network, number: this.cardSealer.open(row.sealed_number!, this.cardContext(organizationId, row.id)), expiryDate: details.expiryDate! }
+      case 'crypto':
+        return { kind: 'crypto', network: row.network, address: details.address!, ...(details.reference !== undefined ? { reference: details.reference } : {}) }
+      default:
+        throw new Error(`External accounts of type ${row.type} are not reached over a payment rail`)
+    }
+  }
+
+  private async findLive(principal: Principal, externalAccountId: string): Promise<ExternalAccountRow> {
+    const ownerId = actingUser(principal)
+    const [row] = isUuid(externalAccountId) ? await repository.findLiveMany(this.db, principal.organizationId, ownerId, [externalAccountId.toLowerCase()]) : []
+    if (!row) throw notFound('external-account')
+    return row
+  }
+
+  private async prepare(principal: Principal, body: CreateExternalAccountBody): Promise<Prepared> {
+    switch (body.type) {
+      case 'card':
+        return this.prepareCard(principal, body)
+      case 'bank': {
+        const rail = this.rail('bank', body.network, body.asset, 'bank-transfer')
+        if (body.network === 'ach') {
+          const found = checkAch(body)
+          if (found) throw problem(found)
+          const secondary = this.rails
+            .list({ type: ['bank'], asset: [body.asset], method: ['bank-transfer'] })
+            .filter((other) => other.network !== 'ach' && other.features.includes('withdraw'))
+            .map((other) => other.network)
+          return {
+            type: 'bank',
+            network: 'ach',
+            asset: body.asset,
+            method: rail.method,
+            details: {
+              address: body.address,
+              routingNumber: body.routingNumber,
+              accountNumber: body.accountNumber,
+              accountType: body.accountType,
+              ...(secondary.length > 0 ? { secondaryNetworks: { withdraw: secondary } } : {}),
+            },
+            identity: `${body.routingNumber}/${body.accountNumber}`,
+            duplicateOf: ['accountNumber', 'bank account'],
+          }
+        }
+        if (body.network === 'fps') {
+          const found = checkFps(body)
+          if (found) throw problem(found)
+          return {
+            type: 'bank',
+            network: 'fps',
+            asset: body.asset,
+            method: rail.method,
+            details: { accountNumber: body.accountNumber, sortCode: body.sortCode },
+            identity: `${body.sortCode}/${body.accountNumber}`,
+            duplicateOf: ['accountNumber', 'bank account'],
+          }
+        }
+        const sepa = checkSepa(body)
+        if ('code' in sepa) throw problem(sepa)
+        return { type: 'bank', network: 'sepa', asset: body.asset, method: rail.method, details: sepa, identity: sepa.iban, duplicateOf: ['iban', 'bank account'] }
+      }
+      case 'crypto': {
+        const rail = this.rail('crypto', body.network, body.asset)
+        const check = this.networks.validateAddress(body.network, body.address, body.reference)
+        if (!check.isValid) {
+          const property = check.error.code === 'address_invalid' ? 'address' : 'reference'
+          throw new DomainError('crypto_address_invalid', check.error.message, { details: { context: 'body', property } })
+        }
+        // Addresses that are case-insensitive (hex, bech32) are compared in lower case; base58 ones as written.
+        const family = this.networks.addressFamily(body.network)
+        const caseless = family === 'ethereum' || /^(bc|tb|ltc|tltc)1/i.test(body.address)
+        const address = caseless ? body.address.toLowerCase() : body.address
+        return {
+          type: 'crypto',
+          network: body.network,
+          asset: body.asset,
+          method: rail.method,
+          details: { address: body.address, ...(body.reference !== undefined ? { reference: body.reference } : {}) },
+          identity: `${address}/${body.reference ?? ''}`,
+          duplicateOf: ['address', 'crypto address'],
+        }
+      }
+      case 'apm': {
+        await this.capabilities.require(principal, body.network)
+        const rail = this.rail('apm', body.network, body.asset)
+        const valid = body.network === 'paypal' ? PAYPAL_IDENTIFIER.test(body.identifier) : VENMO_IDENTIFIER.test(body.identifier)
+        if (!valid) throw new DomainError('request_invalid', 'The request has missing or invalid parameters', { details: { context: 'body', violations: [{ property: 'identifier', rule: 'format' }] } })
+        return {
+          type: 'apm',
+          network: body.network,
+          asset: body.asset,
+          method: rail.method,
+          details: { identifier: body.identifier },
+          identity: body.identifier.toLowerCase(),
+          duplicateOf: ['identifier', 'payment app account'],
+        }
+      }
+    }
+  }
+
+  private async prepareCard(principal: Principal, body: Extract<CreateExternalAccountBody, { type: 'card' }>): Promise<Prepared> {
+    if (this.processor === null) throw operationNotAllowed('External account type \'card\' is not configured for this deployment', ['permission-denied'])
+    await this.capabilities.require(principal, 'cards')
+    const found = checkCard(body.number, body.expiryDate, new Date())
+    if (found) throw problem(found)
+    const range = findBinRange(this.bins, body.number)
+    if (!range) throw operationNotAllowed('The card is not supported: its issuer is not known', ['card-unsupported'])
+    const residence = await this.users.residence(principal)
+    if (range.country !== undefined && residence !== null && range.country !== residence) {
+      throw operationNotAllowed('The card issuer country does not match the user country of residence', ['card-issuer-country-mismatch'])
+    }
+    const issuerCountry = range.country ?? residence
+    const asset = issuerCountry === null ? undefined : this.currencyOf(issuerCountry)
+    if (asset === undefined) throw railNotFound()
+    const method = `${range.type}-card`
+    if (this.rails.list({ type: ['card'], network: [range.scheme], asset: [asset], method: [method] }).length === 0) {
+      if (range.type === 'credit') throw new DomainError('card_type_not_allowed', 'The card type is not allowed', { details: { type: 'credit' } })
+      throw railNotFound()
+    }
+    return {
+      type: 'card',
+      network: range.scheme,
+      asset,
+      method,
+      details: { type: range.type, last4Digits: body.number.slice(-4), expiryDate: body.expiryDate, octSupport: range.octSupport },
+      identity: body.number,
+      duplicateOf: ['number', 'card'],
+      card: { number: body.number, securityCode: body.securityCode, expiryDate: body.expiryDate, issuerCountry },
+    }
+  }
+
+  private async verify(card: NonNullable<Prepared['card']>, organizationId: string, id: string): Promise<CardVerification> {
+    try {
+      return await this.processor!.verify(card, { organizationId, key: `external-account:${id}:verify` })
+    } catch (error) {
+      if (!(error instanceof CardProcessorUnavailableError)) throw error
+      throw new DomainError('service_unavailable', 'The card could not be verified with its issuer now; try again later', { retryable: true, retryAfterSeconds: 30, cause: error })
+    }
+  }
+
+  /** The issuer's refusal, as the reference answers a card that cannot be linked. */
+  private verified(verification: CardVerification): void {
+    if (verification.status === 'approved') return
+    if (verification.reason === 'card-permanently-declined-by-bank') throw operationNotAllowed('The card was permanently declined', ['card-permanently-declined'])
+    if (verification.reason === 'card-unsupported') throw operationNotAllowed('The card is not supported', ['card-unsupported'])
+    throw operationNotAllowed('The card was declined', ['card-declined'])
+  }
+
+  /** A first check before the issuer is asked: a card that could not be stored is not verified. */
+  private async checkCardLimits(principal: Principal, ownerId: string, fingerprint: string): Promise<void> {
+    await this.db.transaction().execute((tx) => this.checkCardCounts(tx, principal.organizationId, ownerId, fingerprint))
+  }
+
+  private async checkCardCounts(tx: Tx, organizationId: string, ownerId: string, fingerprint: string): Promise<void> {
+    const counts = await repository.cardCounts(tx, organizationId, ownerId)
+    const failure = (requirements: string[], restrictions: string[]) =>
+      new DomainError('user_capability_failure', 'The user has capability constraints', { details: { capability: { code: 'cards', requirements, restrictions } } })
+    if (counts.live >= this.settings.maxLiveCards) throw failure(['user-must-delete-card'], [])
+    if (counts.distinct >= this.settings.maxDistinctCards && !(await repository.hasFingerprint(tx, organizationId, ownerId, fingerprint))) {
+      throw failure([], ['user-unique-card-limit-reached'])
+    }
+  }
+
+  private rail(type: string, network: string, asset: string, method?: string): { method: string; features: readonly string[] } {
+    const [rail] = this.rails.list({ type: [type], network: [network], asset: [asset], ...(method ? { method: [method] } : {}) })
+    if (!rail) throw railNotFound()
+    return rail
+  }
+
+  private fingerprint(type: string, network: string, identity: string): string {
+    // Cards are the same card whatever scheme label they got; other accounts are the same on their network.
+    const scope = type === 'card' ? 'card' : `${type}/${network}`
+    return createHmac('sha256', this.fingerprintKey).update(`${scope}\u0000${identity}`).digest('base64url')
+  }
+
+  private cardContext(organizationId: string, id: string): readonly string[] {
+    return ['external-account', organizationId, id, 'number']
+  }
+
+  /** The API's view: features from the rail, narrowed by the user's capabilities (and push-to-card support). */
+  private present(row: ExternalAccountRow, enabled: ReadonlySet<string>): ExternalAccount {
+    const [rail] = this.rails.list({ type: [row.type], network: [row.network], asset: [row.asset], method: [row.method] })
+    const allowed = FEATURE_CAPABILITIES[row.type](row.network)
+    const details = row.details as Record<string, unknown>
+    const features = (['deposit', 'withdraw'] as const).filter((feature) => {
+      if (!rail?.features.includes(feature) || !enabled.has(allowed[feature])) return false
+      if (row.type === 'bank' && feature === 'deposit') return PULL_NETWORKS.includes(row.network)
+      if (row.type === 'card' && feature === 'withdraw') return details.octSupport === 'supported'
+      return true
+    })
+    return {
+      id: row.id,
+      ownerId: row.owner_id,
+      type: row.type,
+      status: row.status,
+      ...(row.reason !== null ? { statusDetails: { reason: row.reason as never } } : {}),
+      label: row.label,
+      asset: row.asset,
+      network: row.network,
+      features: features.toReversed(),
+      details: details as ExternalAccount['details'],
+      ...(row.type === 'crypto' ? { verifications: [] } : {}),
+      createdAt: row.created_at.toISOString(),
+      updatedAt: row.updated_at.toISOString(),
+    }
+  }
+
+  private async announce(tx: Tx, type: string, row: ExternalAccountRow, externalAccount: ExternalAccount): Promise<void> {
+    await recordEvent(tx, {
+      organizationId: row.organization_id,
+      type,
+      subject: { type: 'external-account', id: row.id },
+      userId: row.owner_id,
+      data: { externalAccount },
+      occurredAt: row.updated_at,
+    })
+  }
+}
