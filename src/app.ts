@@ -165,7 +165,7 @@ async function registerApi(app: App, container: Container): Promise<void> {
   })
   // After the rate limit: its per-route check must run before a key is claimed, or a 429 would be stored as the
   // key's answer and replayed to every retry.
-  registerIdempotency(app, database.db)
+  registerIdempotency(app, database.db, container.requestDigestKey)
 
   app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger())
   await app.register(healthRoutes({ isDatabaseReachable: () => isReachable(database.db), metrics }))

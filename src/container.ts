@@ -9,7 +9,7 @@ import type { Principal } from './http/principal.ts'
 import { JobHandlers } from './jobs/queue.ts'
 import { Worker, type WorkerLogger } from './jobs/worker.ts'
 import type { SandboxSecrets } from './lib/data-dir.ts'
-import { Sealer } from './lib/sealing.ts'
+import { derivePurposeKey, Sealer } from './lib/sealing.ts'
 import { AccountsService } from './modules/accounts/index.ts'
 import { AuthService, ClientsService, ScopeCatalogue, TokenSigner } from './modules/auth/index.ts'
 import { CapabilitiesFile, CapabilitiesService, capabilitySourcesOf } from './modules/capabilities/index.ts'
@@ -94,6 +94,8 @@ export interface Container {
   config: Config
   database: DatabaseHandle
   services: Services
+  /** Keys the digests of requests stored with their Idempotency-Key (derived from the sealing key). */
+  requestDigestKey: Buffer
   /**
    * Stops the worker (running jobs get `timeoutMs` to finish, then are given back to the queue) and the change
    * feed, then closes the database.
@@ -273,6 +275,7 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
   return {
     config,
     database,
+    requestDigestKey: derivePurposeKey(deps.secrets.sealingKey, 'idempotency/request-digest'),
     services: {
       clients,
       auth,

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { describe, test } from 'node:test'
 import { requestHash } from '../src/http/idempotency.ts'
+import { derivePurposeKey } from '../src/lib/sealing.ts'
 import { bearer, ENGINES, individualUser, USER_IP, useApp } from './helpers.ts'
 
 for (const engine of ENGINES) {
@@ -100,7 +101,7 @@ for (const engine of ENGINES) {
         })
         .execute()
       const held = individualUser()
-      await hold(requestHash('POST /core/users', undefined, held))
+      await hold(requestHash(derivePurposeKey(suite.ctx.secrets.sealingKey, 'idempotency/request-digest'), 'POST /core/users', undefined, held))
       const blocked = await create(held, runningKey)
       assert.equal(blocked.status, 409)
       assert.equal(blocked.json().code, 'idempotency_request_in_progress')

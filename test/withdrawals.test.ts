@@ -157,7 +157,11 @@ for (const engine of ENGINES) {
       assert.deepEqual(quote.destination.node, { type: 'crypto-address', network: 'bitcoin', address: BTC_ADDRESS })
       assert.deepEqual(quote.fees, [{ type: 'network', code: 'network-fee', asset: 'BTC', amount: '0.00002' }])
       assert.equal(quote.destination.amount, '0.09998')
-      assert.equal((await execute(userId, quote)).status, 'completed')
+      const sent = await execute(userId, quote)
+      assert.equal(sent.status, 'completed')
+      const execution = (sent.destination.node as { execution?: { mode: string; transactionHash: string } }).execution
+      assert.equal(execution?.mode, 'simulated')
+      assert.match(execution?.transactionHash ?? '', /^[0-9a-f]{64}$/)
       assert.deepEqual(await balanceOf(ctx(), suite.token, userId, btcAccount), { total: '0.9', available: '0.9' })
 
       const screened = await execute(userId, await quoted(ctx(), suite.token, userId, withdrawal(btcAccount, to(BTC_SCREENED), 'BTC', '0.1')))

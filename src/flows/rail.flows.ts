@@ -177,7 +177,7 @@ export function defineWithdrawalFlow(deps: {
         name: 'settle',
         prepare: (flows) => prepareAccounts(ledger, flows),
         async run(tx, flows) {
-          await settleWithdrawals(tx, ledger, transactions, flows)
+          await settleWithdrawals(tx, ledger, transactions, flows, deps.rail.cryptoExecution)
         },
       },
     ],
@@ -185,7 +185,7 @@ export function defineWithdrawalFlow(deps: {
   })
 }
 
-async function settleWithdrawals(tx: Tx, ledger: LedgerService, transactions: TransactionsService, flows: readonly Flow<RailFlowData>[]): Promise<void> {
+async function settleWithdrawals(tx: Tx, ledger: LedgerService, transactions: TransactionsService, flows: readonly Flow<RailFlowData>[], mode: PaymentRail['cryptoExecution']): Promise<void> {
   const organizationId = flows[0]!.organizationId
   const rows = await transactions.lockProcessing(tx, organizationId, flows.map((flow) => flow.id))
   if (rows.length === 0) return
@@ -214,6 +214,11 @@ async function settleWithdrawals(tx: Tx, ledger: LedgerService, transactions: Tr
     }
   }
   await ledger.captureAndPost({ organizationId, captures, postings }, { tx })
+  const references = new Map(flows.map((flow) => [flow.id, flow.data.networkReference]))
+  for (const row of rows) {
+    const transactionHash = references.get(row.id)
+    if (transactionHash !== undefined) await transactions.recordExecution(tx, row, { mode, transactionHash })
+  }
   await transactions.apply(tx, rows, 'settle')
 }
 

@@ -1,8 +1,8 @@
+import { createHmac } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import Type from 'typebox'
 import type { Db, Tx } from '../db/schema.ts'
 import { toApiError } from './error-handler.ts'
-import { sha256Hex } from '../lib/secrets.ts'
 import { ApiError, requestInvalid } from './errors.ts'
 import * as repository from './idempotency.repository.ts'
 import type { IdempotencyScope } from './idempotency.repository.ts'
@@ -47,17 +47,25 @@ declare module 'fastify' {
   interface FastifyRequest {
     idempotency: IdempotencyScope | null
   }
+  interface FastifyInstance {
+    /** Keys the digests of requests stored with their Idempotency-Key (see `requestHash`). */
+    requestDigestKey: Buffer
+  }
 }
 
-/** A digest of what makes two requests the same: operation, acting subject and body. */
-export function requestHash(operation: string, onBehalfOf: string | undefined, body: unknown): string {
-  return sha256Hex(`${operation}\n${onBehalfOf ?? ''}\n${JSON.stringify(body ?? null)}`)
+/**
+ * A digest of what makes two requests the same: operation, acting subject and body. Keyed (HMAC-SHA256 under a
+ * key derived from the sealing key), because a body may hold a secret — a card's number and security code — and
+ * a plain hash stored beside the key would let anyone who reads the database confirm guesses of it offline.
+ */
+export function requestHash(key: Buffer, operation: string, onBehalfOf: string | undefined, body: unknown): string {
+  return createHmac('sha256', key).update(`${operation}\n${onBehalfOf ?? ''}\n${JSON.stringify(body ?? null)}`).digest('hex')
 }
 
 function fingerprint(request: FastifyRequest): { operation: string; requestHash: string } {
   const operation = `${request.method} ${request.routeOptions.url ?? request.url}`
   const onBehalfOf = request.headers['x-on-behalf-of']
-  return { operation, requestHash: requestHash(operation, typeof onBehalfOf === 'string' ? onBehalfOf : undefined, request.body) }
+  return { operation, requestHash: requestHash(request.server.requestDigestKey, operation, typeof onBehalfOf === 'string' ? onBehalfOf : undefined, request.body) }
 }
 
 /** The request's Idempotency-Key, checked: undefined when it has none, 400 when it is malformed. */
@@ -89,7 +97,8 @@ async function replay(db: Db, scope: IdempotencyScope, requestHash: string, repl
  * `Idempotency-Key` for the routes that opt in (`config.idempotent`). The key is claimed before the
  * handler runs and the response stored when it is sent; a 5xx releases the key so the retry runs again.
  */
-export function registerIdempotency(app: App, db: Db): void {
+export function registerIdempotency(app: App, db: Db, digestKey: Buffer): void {
+  app.decorate('requestDigestKey', digestKey)
   app.decorateRequest('idempotency', null)
 
   const claim = async (request: FastifyRequest, reply: FastifyReply) => {

@@ -83,6 +83,19 @@ export async function cardCounts(tx: Tx, organizationId: string, ownerId: string
   return { live: Number(row.live), distinct: Number(row.distinct) }
 }
 
+/** Whether the user has a live external account with this fingerprint. */
+export async function hasLive(db: Executor, organizationId: string, ownerId: string, fingerprint: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('external_accounts')
+    .select('id')
+    .where('organization_id', '=', organizationId)
+    .where('owner_id', '=', ownerId)
+    .where('fingerprint', '=', fingerprint)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst()
+  return row !== undefined
+}
+
 /** Whether the user has linked this card before (a fingerprint of theirs, live or deleted). */
 export async function hasFingerprint(tx: Tx, organizationId: string, ownerId: string, fingerprint: string): Promise<boolean> {
   const row = await tx

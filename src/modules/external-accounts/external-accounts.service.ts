@@ -146,6 +146,8 @@ export class ExternalAccountsService {
     const fingerprint = this.fingerprint(prepared.type, prepared.network, prepared.identity)
     const now = new Date()
     const id = uuidv7(now.getTime())
+    // The same details again are a duplicate, whatever the limits; and a card already linked is not verified again.
+    if (await repository.hasLive(this.db, principal.organizationId, ownerId, fingerprint)) throw duplicate(...prepared.duplicateOf)
     if (prepared.card) await this.checkCardLimits(principal, ownerId, fingerprint)
     if (prepared.card) this.verified(await this.verify(prepared.card, principal.organizationId, id))
     const enabled = await this.capabilities.enabledFor(principal)

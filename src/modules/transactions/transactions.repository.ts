@@ -140,6 +140,11 @@ export async function hasRecentWithdrawal(tx: Tx, input: { organizationId: strin
   return row !== undefined
 }
 
+/** Replaces a transaction's destination node (what the rail reported of how it was reached). */
+export async function setDestination(tx: Tx, organizationId: string, id: string, destination: Record<string, unknown>): Promise<void> {
+  await tx.updateTable('transactions').set({ destination: JSON.stringify(destination) }).where('organization_id', '=', organizationId).where('id', '=', id).execute()
+}
+
 /** How many movements of these types the user started since `since` (velocity). */
 export async function countSince(db: Executor, organizationId: string, ownerId: string, types: readonly string[], since: Date, before: Date): Promise<number> {
   const row = await db

@@ -52,6 +52,15 @@ const CryptoAddressNode = component(
       network: Type.String({ description: 'The network the address is on.' }),
       address: Type.Optional(Type.String({ description: 'The address (not always known for deposits).' })),
       reference: Type.Optional(Type.String({ description: 'The destination tag, memo or message, when the network uses one.' })),
+      execution: Type.Optional(
+        Type.Object(
+          {
+            mode: Type.Union([Type.Literal('onchain'), Type.Literal('offchain'), Type.Literal('simulated')], { description: 'On the chain, between accounts of the deployment, or simulated (sandbox).' }),
+            transactionHash: Type.Optional(Type.String({ description: 'The chain transaction (made up when simulated).' })),
+          },
+          { description: 'How a crypto withdrawal was carried out, once it was.' },
+        ),
+      ),
     },
     { description: 'A crypto address.' },
   ),

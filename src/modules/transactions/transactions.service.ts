@@ -259,6 +259,16 @@ export class TransactionsService {
     }
   }
 
+  /**
+   * For flows: records how a crypto withdrawal was carried out (the reference's `execution`: on chain or simulated,
+   * with its transaction hash) on its destination node, before its status changes so that the event shows it.
+   */
+  async recordExecution(tx: Tx, row: TransactionRow, execution: { mode: 'onchain' | 'simulated'; transactionHash: string }): Promise<void> {
+    const node = row.destination as Record<string, unknown>
+    if (node.type !== 'crypto-address') return
+    await repository.setDestination(tx, row.organization_id, row.id, { ...node, execution })
+  }
+
   /** For flows: the transactions, as they stand (outside any database transaction: for calls to outside parties). */
   findMany(organizationId: string, ids: readonly string[]): Promise<TransactionRow[]> {
     return repository.findMany(this.db, organizationId, ids)

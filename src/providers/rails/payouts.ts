@@ -64,6 +64,8 @@ export class RailUnavailableError extends Error {
 }
 
 export interface PaymentRail {
+  /** How the rail's crypto payouts happen: on the chain, or simulated (the sandbox, whose hashes are made up). */
+  readonly cryptoExecution: 'onchain' | 'simulated'
   /** Sends orders; one receipt per order, in order. Rejects with `RailUnavailableError` when the rail cannot answer. */
   submit(orders: readonly RailOrder[]): Promise<RailReceipt[]>
   /** The outcome of accepted orders, by order id; an id the rail does not know is an error (a bug, or another rail's). */

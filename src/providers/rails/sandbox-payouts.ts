@@ -83,6 +83,7 @@ export interface SandboxPaymentRailOptions {
  * restarted process finds every order it took, and a key sent again is the order it already holds.
  */
 export class SandboxPaymentRail implements PaymentRail {
+  readonly cryptoExecution = 'simulated' as const
   private readonly db: Db
   private readonly settleAfterMs: number
   private readonly now: () => Date
