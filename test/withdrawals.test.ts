@@ -266,6 +266,17 @@ for (const engine of ENGINES) {
       assert.deepEqual(await balanceOf(ctx(), suite.token, userId, usdAccount), { total: '75', available: '75' })
       await ledgerBalances()
 
+      // Withdrawals to the same account may take one of its secondary networks; other networks are refused.
+      await fund(ctx(), userId, usdAccount, 'USD', '100')
+      const instant = await quoted(ctx(), suite.token, userId, withdrawal(usdAccount, { type: 'external-account', id: bank, network: 'fednow' }, 'USD', '20'))
+      assert.equal((instant.destination.node as { network: string }).network, 'fednow')
+      const sent = await execute(userId, instant)
+      assert.equal(sent.status, 'completed')
+      const [order] = (await receivedOrders(ctx().database.db, ctx().client.organizationId)).filter((o) => o.key.startsWith(sent.id))
+      assert.equal(order?.network, 'fednow')
+      const wrongNetwork = await requestQuote(ctx(), suite.token, userId, withdrawal(usdAccount, { type: 'external-account', id: bank, network: 'sepa' }, 'USD', '20'))
+      assertError(wrongNetwork, 409, 'transaction_node_invalid')
+
       const sepaOrigin = await sepa(userId)
       const noPull = await requestQuote(ctx(), suite.token, userId, { ...body, origin: { type: 'external-account', id: sepaOrigin } })
       assertError(noPull, 409, 'transaction_node_invalid')

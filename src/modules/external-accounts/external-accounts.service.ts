@@ -261,7 +261,8 @@ export class ExternalAccountsService {
       case 'bank':
         if (row.network === 'fps') return { kind: 'bank', network: 'fps', sortCode: details.sortCode!, accountNumber: details.accountNumber! }
         if (row.network === 'sepa') return { kind: 'bank', network: 'sepa', iban: details.iban!, bic: details.bic! }
-        return { kind: 'bank', network: network as 'ach', routingNumber: details.routingNumber!, accountNumber: details.accountNumber!, accountType: details.accountType! }
+        if (network !== 'ach' && network !== 'wire' && network !== 'fednow' && network !== 'rtp') throw new Error(`A US bank account is not reached over ${network}`)
+        return { kind: 'bank', network, routingNumber: details.routingNumber!, accountNumber: details.accountNumber!, accountType: details.accountType! }
       case 'card':
         return { kind: 'card', network: row.network, number: this.cardSealer.open(row.sealed_number!, this.cardContext(organizationId, row.id)), expiryDate: details.expiryDate! }
       case 'crypto':

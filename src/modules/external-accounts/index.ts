@@ -4,4 +4,4 @@
  */
 export { externalAccountsRoutes } from './external-accounts.routes.ts'
 export { CardBinsFile, type ExternalAccount } from './external-accounts.schemas.ts'
-export { ExternalAccountsService, EXTERNAL_ACCOUNT_EVENTS, PULL_NETWORKS } from './external-accounts.service.ts'
+export { ExternalAccountsService } from './external-accounts.service.ts'

@@ -12,7 +12,8 @@
 
 /** Where a payout goes, or where a collection pulls from, with what the rail needs to reach it. */
 export type RailCounterparty =
-  | { kind: 'bank'; network: 'ach'; routingNumber: string; accountNumber: string; accountType: string }
+  /** A US account's numbers reach it over ACH and the other US rails (wire, FedNow, RTP). */
+  | { kind: 'bank'; network: 'ach' | 'wire' | 'fednow' | 'rtp'; routingNumber: string; accountNumber: string; accountType: string }
   | { kind: 'bank'; network: 'fps'; sortCode: string; accountNumber: string }
   | { kind: 'bank'; network: 'sepa'; iban: string; bic: string }
   /** The card number is opened from its sealed form only to make the call, and never kept by Tessera's side of it. */

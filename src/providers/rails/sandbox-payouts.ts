@@ -288,7 +288,10 @@ function counterpartyProblem(counterparty: RailCounterparty, direction: RailOrde
     case 'bank':
       switch (counterparty.network) {
         case 'ach':
-          return isText(counterparty.routingNumber) && isText(counterparty.accountNumber) ? undefined : 'an ACH account needs a routing and an account number'
+        case 'wire':
+        case 'fednow':
+        case 'rtp':
+          return isText(counterparty.routingNumber) && isText(counterparty.accountNumber) ? undefined : 'a US account needs a routing and an account number'
         case 'fps':
           return isText(counterparty.sortCode) && isText(counterparty.accountNumber) ? undefined : 'a UK account needs a sort code and an account number'
         case 'sepa':
