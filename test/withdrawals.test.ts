@@ -118,6 +118,24 @@ for (const engine of ENGINES) {
       })
     }
 
+    test('a refusal among a batch of orders fails that withdrawal alone: the others are sent once', async () => {
+      const { userId, eurAccount } = await withEuros()
+      const good = await sepa(userId)
+      const refused = await sepa(userId, IBAN.countryRestricted)
+      const ids = []
+      for (const [bank, amount] of [[good, '1'], [good, '2'], [refused, '3'], [good, '4']] as const) {
+        const quote = await quoted(ctx(), suite.token, userId, withdrawal(eurAccount, { type: 'external-account', id: bank }, 'EUR', amount))
+        ids.push((await commit(ctx(), suite.token, userId, quote.id)).json<{ transaction: { id: string } }>().transaction.id)
+      }
+      await ctx().services.worker.drain()
+      const statuses = await Promise.all(ids.map(async (id) => (await transactionOf(ctx(), suite.token, userId, id)).status))
+      assert.deepEqual(statuses, ['completed', 'completed', 'failed', 'completed'])
+      const orders = (await receivedOrders(ctx().database.db, ctx().client.organizationId)).filter((order) => ids.some((id) => order.key.startsWith(id)))
+      assert.equal(orders.length, 4)
+      assert.deepEqual(orders.map((order) => order.received), [1, 1, 1, 1], 'no order was sent twice')
+      assert.deepEqual(await balanceOf(ctx(), suite.token, userId, eurAccount), { total: '993', available: '993' })
+    })
+
     test('an order above the rail\'s maximum fails with provider-maximum-limit-exceeded', async () => {
       const { userId, eurAccount } = await withEuros('60000')
       const bank = await sepa(userId)

@@ -5,7 +5,7 @@ import type { LedgerService } from '../modules/ledger/index.ts'
 import type { QuotedMovement, TransactionsService } from '../modules/transactions/index.ts'
 import { RailUnavailableError, type PaymentRail, type RailCounterparty, type RailFailureReason, type RailOrder } from '../providers/rails/payouts.ts'
 import { failTransaction } from './failure-reasons.ts'
-import { FlowWait, type Flow, type FlowHandle, type FlowRunner, type FlowStep } from './runner.ts'
+import { FlowFailure, FlowWait, type Flow, type FlowHandle, type FlowRunner, type FlowStep } from './runner.ts'
 
 /**
  * Movements that leave Tessera, or come in, over a payment rail: withdrawals (to a bank account, a card, a crypto
@@ -20,12 +20,10 @@ type PostingInput = Parameters<LedgerService['postAll']>[0][number]
 export interface RailFlowData extends QuotedMovement {
   /** The hold on the origin account (withdrawals), once placed. */
   holdId?: string
-  /** The rail's id of the order, once it took it; or why it refused it. */
+  /** The rail's id of the order, once it took it. */
   orderId?: string
-  rejected?: RailFailureReason
-  /** The rail's outcome, once final: its trace of the payment, or why it failed. */
+  /** The rail's trace of the payment, once it completed. */
   networkReference?: string
-  failed?: RailFailureReason
 }
 
 /** Where a movement's outside end is, as the rail reaches it (the external accounts module answers). */
@@ -79,15 +77,11 @@ function railSteps(deps: { rail: PaymentRail; transactions: TransactionsService;
         } catch (error) {
           throw railUnavailable(error)
         }
-        const answers = new Map<string, Partial<RailFlowData>>()
+        const answers = new Map<string, Partial<RailFlowData> | FlowFailure>()
         receipts.forEach((receipt, i) => {
-          answers.set(live[i]!.id, receipt.status === 'accepted' ? { orderId: receipt.orderId } : { rejected: receipt.reason })
+          answers.set(live[i]!.id, receipt.status === 'accepted' ? { orderId: receipt.orderId } : new FlowFailure(railFailure(receipt.reason)))
         })
         return answers
-      },
-      async run(_tx, flows) {
-        const rejected = flows.find((flow) => flow.data.rejected !== undefined)
-        if (rejected) throw railFailure(rejected.data.rejected!)
       },
     },
     {
@@ -100,19 +94,15 @@ function railSteps(deps: { rail: PaymentRail; transactions: TransactionsService;
         } catch (error) {
           throw railUnavailable(error)
         }
-        const answers = new Map<string, Partial<RailFlowData> | FlowWait>()
+        const answers = new Map<string, Partial<RailFlowData> | FlowWait | FlowFailure>()
         for (const flow of flows) {
           const outcome = flow.data.orderId ? outcomes.get(flow.data.orderId) : undefined
           if (!outcome) continue
           if (outcome.status === 'pending') answers.set(flow.id, new FlowWait(outcome.retryAt))
-          else if (outcome.status === 'failed') answers.set(flow.id, { failed: outcome.reason })
+          else if (outcome.status === 'failed') answers.set(flow.id, new FlowFailure(railFailure(outcome.reason)))
           else answers.set(flow.id, outcome.networkReference !== undefined ? { networkReference: outcome.networkReference } : {})
         }
         return answers
-      },
-      async run(_tx, flows) {
-        const failed = flows.find((flow) => flow.data.failed !== undefined)
-        if (failed) throw railFailure(failed.data.failed!)
       },
     },
   ]
@@ -139,7 +129,8 @@ function feeOf(row: TransactionRow): BigNumber {
  * A withdrawal. Steps:
  * 1. `reserve` — holds what the origin pays (amount and fees), when the transaction is created, in its database
  *    transaction: a withdrawal the account cannot fund is refused and leaves nothing. Compensation releases it.
- * 2. `submit` — sends the order to the rail, once (its key is the transaction's); a refusal fails the withdrawal.
+ * 2. `submit` — sends the order to the rail, once (its key is the transaction's); a refusal fails the withdrawal
+ *    alone (the other orders of its batch are not sent again).
  * 3. `confirm` — asks the rail for the outcome, waiting (the job deferred, no attempt spent) while it is pending;
  *    a failure (a returned payment, a declined card credit) fails the withdrawal and the hold is released.
  * 4. `settle` — captures the hold: the fees to the fee account, the rest to the rail's clearing account of the

@@ -26,6 +26,18 @@ export class FlowWait {
   }
 }
 
+/**
+ * What a step's `call` answers for a flow the outside party refused for good (an order rejected, a payment
+ * returned): that flow fails at this step — its done steps compensated, its failure recorded — on its own, and
+ * the other flows of the call go on.
+ */
+export class FlowFailure {
+  readonly error: unknown
+  constructor(error: unknown) {
+    this.error = error
+  }
+}
+
 export interface FlowStep<D> {
   name: string
   /**
@@ -38,10 +50,11 @@ export interface FlowStep<D> {
    * only once every earlier step of theirs has committed: the flow's row, which names this step as the next one,
    * is the record made before the side effect. The call must be idempotent under a key derived from the flow and
    * the step, because a crash after the call and before its commit makes it again. Answers, per flow, what to
-   * merge into its data (committed with the step, and seen by its `run`), or a `FlowWait`. A call that throws
-   * is handled like a `run` that throws.
+   * merge into its data (committed with the step, and seen by its `run`), a `FlowWait`, or a `FlowFailure`. A
+   * call that throws is handled like a `run` that throws (so a refusal of one flow among many is a
+   * `FlowFailure`, not a throw: the others' calls are not made again).
    */
-  call?(flows: readonly Flow<D>[]): Promise<ReadonlyMap<string, Partial<D> | FlowWait>>
+  call?(flows: readonly Flow<D>[]): Promise<ReadonlyMap<string, Partial<D> | FlowWait | FlowFailure>>
   /**
    * Does the step for flows of one organization, inside `tx`; the runner records the step and moves each flow
    * on in that same transaction, so the effect and its record commit together or not at all. Given several
@@ -236,12 +249,16 @@ export class FlowRunner {
       const opening = stretch[0]!
       if (opening.call) {
         const answers = await opening.call(current)
+        const failed = new Set<string>()
         for (const flow of current) {
           const answer = answers.get(flow.id)
           if (answer instanceof FlowWait) waiting.set(flow.id, answer.until)
-          else if (answer) called.set(flow.id, answer)
+          else if (answer instanceof FlowFailure) {
+            await this.fail(definition, flow, answer.error)
+            failed.add(flow.id)
+          } else if (answer) called.set(flow.id, answer)
         }
-        current = current.filter((flow) => !waiting.has(flow.id))
+        current = current.filter((flow) => !waiting.has(flow.id) && !failed.has(flow.id))
         if (current.length === 0) break
       }
       current = await this.commitStretch(definition, current, stretch, called)
