@@ -343,7 +343,7 @@ for (const engine of ENGINES) {
       assert.equal(achResponse.status, 202, achResponse.body)
       const achDeposit = achResponse.json<{ bankDeposit: { asset: string; remitter: Record<string, string> } }>().bankDeposit
       assert.equal(achDeposit.asset, 'USD')
-      assert.deepEqual({ ...achDeposit.remitter, accountNumber: undefined }, { name: 'Jane Payer', accountNumber: undefined, routingNumber: '110000000', secCode: 'WEB', transactionType: 'Push', serviceType: 'SameDay' })
+      assert.deepEqual({ ...achDeposit.remitter, accountNumber: undefined }, { name: 'Jane Payer', accountNumber: undefined, routingNumber: '220000000', secCode: 'WEB', transactionType: 'Push', serviceType: 'SameDay' })
       for (const network of ['wire', 'fednow', 'rtp']) {
         const answer = await simulate('bank', userId, { network, accountNumber: us.details.accountNumber, amount: '1' })
         assert.equal(answer.status, 202, answer.body)

@@ -449,6 +449,7 @@ for (const engine of ENGINES) {
         ['UK modulus', fpsBody({ accountNumber: '66374959' }), 409, 'number_invalid', { context: 'body', property: 'accountNumber' }],
         ['IBAN checksum', sepaBody({ iban: 'DE89370400440532013001' }), 409, 'number_invalid', { context: 'body', property: 'iban' }],
         ['BIC', sepaBody({ bic: '12345678' }), 409, 'number_invalid', { context: 'body', property: 'bic' }],
+        ['IBAN outside the SEPA area', sepaBody({ iban: 'TR330006100519786457841326' }), 409, 'country_not_supported', { context: 'body', property: 'iban' }],
         ['address of another network', bitcoinBody({ address: ETH_ADDRESS }), 409, 'crypto_address_invalid', { context: 'body', property: 'address' }],
         ['mainnet address in sandbox', bitcoinBody({ address: 'bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq' }), 409, 'crypto_address_invalid', { context: 'body', property: 'address' }],
         ['no rail', bitcoinBody({ network: 'ethereum', address: ETH_ADDRESS }), 404, 'entity_not_found', { entity: 'rail' }],
@@ -553,6 +554,10 @@ for (const engine of ENGINES) {
       }
       assert.equal((await listed(userId)).length, Object.keys(originals).length)
       assert.equal((await eventsOfUser(userId)).length, Object.keys(originals).length)
+      // The same address for another asset of its network is another external account.
+      const usdc = await link(userId, { ...originals.ethereum, asset: 'USDC', label: 'Stablecoins' })
+      assert.equal(usdc.asset, 'USDC')
+      assert.equal((await remove(userId, usdc.id)).status, 204)
 
       // Another user of the organization links the same details.
       const neighbour = await holder()

@@ -35,7 +35,7 @@ const RAIL_SETTLE_MS = 300
 /** Every request gives up after this long: the test stops by itself whatever the server does. */
 const REQUEST_TIMEOUT_MS = 15_000
 
-/** Sandbox test values (docs/sandbox-rails.draft.md): the IBAN's last four digits select the rail's outcome. */
+/** Sandbox test values (docs/sandbox.md): the IBAN's last four digits select the rail's outcome. */
 const IBAN = {
   completes: 'DE67370400440532010001',
   holderMismatch: 'DE40370400440532010002',

@@ -122,7 +122,7 @@ for (const engine of ENGINES) {
       const { userId, eurAccount } = await withEuros()
       const good = await sepa(userId)
       const refused = await sepa(userId, IBAN.countryRestricted)
-      const ids = []
+      const ids: string[] = []
       for (const [bank, amount] of [[good, '1'], [good, '2'], [refused, '3'], [good, '4']] as const) {
         const quote = await quoted(ctx(), suite.token, userId, withdrawal(eurAccount, { type: 'external-account', id: bank }, 'EUR', amount))
         ids.push((await commit(ctx(), suite.token, userId, quote.id)).json<{ transaction: { id: string } }>().transaction.id)
@@ -262,6 +262,8 @@ for (const engine of ENGINES) {
       const freshBank = await sepa(fresh)
       const refused = await requestQuote(ctx(), suite.token, fresh, withdrawal(freshAccount, { type: 'external-account', id: freshBank }, 'EUR', '1'))
       assertError(refused, 409, 'user_capability_failure')
+      const toAddress = await requestQuote(ctx(), suite.token, fresh, withdrawal(freshAccount, { type: 'crypto-address', asset: 'BTC', network: 'bitcoin', address: BTC_ADDRESS }, 'EUR', '1'))
+      assert.equal((assertError(toAddress, 409, 'user_capability_failure')?.capability as { code: string }).code, 'crypto-withdrawals')
     })
 
     test('a deposit pulled from a linked ACH account: the rail collects, then the account is credited', async () => {
@@ -294,6 +296,12 @@ for (const engine of ENGINES) {
       assert.equal(order?.network, 'fednow')
       const wrongNetwork = await requestQuote(ctx(), suite.token, userId, withdrawal(usdAccount, { type: 'external-account', id: bank, network: 'sepa' }, 'USD', '20'))
       assertError(wrongNetwork, 409, 'transaction_node_invalid')
+
+      // Nothing can be pulled from a crypto address.
+      const wallet = await linked(userId, { type: 'crypto', asset: 'BTC', network: 'bitcoin', address: BTC_ADDRESS })
+      const btcAccount = await openAccount(ctx(), suite.token, userId, 'BTC')
+      const fromWallet = await requestQuote(ctx(), suite.token, userId, { origin: { type: 'external-account', id: wallet }, destination: { type: 'account', id: btcAccount }, denomination: { asset: 'BTC', amount: '0.1' } })
+      assertError(fromWallet, 409, 'transaction_node_invalid')
 
       const sepaOrigin = await sepa(userId)
       const noPull = await requestQuote(ctx(), suite.token, userId, { ...body, origin: { type: 'external-account', id: sepaOrigin } })
@@ -337,6 +345,36 @@ for (const engine of ENGINES) {
       assert.deepEqual(await balanceOf(ctx, suite.token, userId, eurAccount), { total: '960', available: '960' })
       const [order] = (await receivedOrders(db, ctx.client.organizationId)).filter((o) => o.key.startsWith(id))
       assert.equal(order?.received, 1)
+    })
+
+    test('once the rail took the order, an error never releases the money: the flow keeps trying, the error on record', async () => {
+      const ctx = suite.ctx
+      const userId = await verifiedUser(ctx, suite.token)
+      const eurAccount = await openAccount(ctx, suite.token, userId, 'EUR')
+      await fund(ctx, userId, eurAccount, 'EUR', '100')
+      const bank = await ctx.request({
+        method: 'POST',
+        url: '/core/external-accounts',
+        headers: bearer(suite.token, userId),
+        payload: { type: 'bank', asset: 'EUR', network: 'sepa', label: 'Mine', iban: IBAN.completes, bic: 'COBADEFFXXX' },
+      })
+      const bankId = bank.json<{ externalAccount: { id: string } }>().externalAccount.id
+      const quote = await quoted(ctx, suite.token, userId, { origin: { type: 'account', id: eurAccount }, destination: { type: 'external-account', id: bankId }, denomination: { asset: 'EUR', amount: '30' } })
+      const id = (await commit(ctx, suite.token, userId, quote.id)).json<{ transaction: { id: string } }>().transaction.id
+      await ctx.services.worker.drain()
+      const db = ctx.database.db
+      // The rail loses the order (it answers with an error for it from now on), and the job is at its last attempt.
+      await db.deleteFrom('sandbox_rail_orders').where('reference', '=', id).execute()
+      const job = await db.selectFrom('jobs').selectAll().where('type', '=', 'flow:withdrawal').where(sql<string>`payload->>'flowId'`, '=', id).executeTakeFirstOrThrow()
+      await db.updateTable('jobs').set({ attempts: job.max_attempts - 1, run_at: new Date() }).where('id', '=', job.id).execute()
+      await ctx.services.worker.drain()
+
+      assert.equal((await transactionOf(ctx, suite.token, userId, id)).status, 'processing', 'not failed: the money may have left')
+      assert.deepEqual(await balanceOf(ctx, suite.token, userId, eurAccount), { total: '100', available: '70' }, 'still held')
+      const after = await db.selectFrom('jobs').selectAll().where('id', '=', job.id).executeTakeFirstOrThrow()
+      assert.equal(after.status, 'pending')
+      assert.match(after.last_error ?? '', /step confirm of withdrawal flow/)
+      assert.ok(after.run_at.getTime() > Date.now() + 30_000)
     })
   })
 }

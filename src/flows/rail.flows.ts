@@ -148,6 +148,8 @@ export function defineWithdrawalFlow(deps: {
   return deps.runner.define<RailFlowData>({
     type: 'withdrawal',
     batchSize: deps.batchSize,
+    // Once the rail took the order, only the rail's word fails the withdrawal: the money may be on its way.
+    irreversibleAfter: 'submit',
     steps: [
       {
         name: 'reserve',
@@ -231,6 +233,8 @@ export function defineBankPullFlow(deps: {
   return deps.runner.define<RailFlowData>({
     type: 'bank-pull',
     batchSize: deps.batchSize,
+    // Once the rail took the collection, the money may be on its way in: it is never dropped on an error.
+    irreversibleAfter: 'submit',
     steps: [
       ...railSteps(deps),
       {

@@ -80,7 +80,17 @@ export interface FlowDefinition<D> {
   onFailed(tx: Tx, flow: Flow<D>, error: unknown): Promise<void>
   /** How many flows of this type one job run takes at most (they share database transactions per step). */
   batchSize?: number
+  /**
+   * The step after which the flow may no longer be undone on an error: once it has run, money may have left (an
+   * order the rail accepted). An error in a later step is then retried without end — the job deferred, no attempt
+   * spent, the error kept as its last error and logged — rather than compensated at the last attempt; only a
+   * `FlowFailure` (the outside party's own word that nothing happened) still compensates.
+   */
+  irreversibleAfter?: string
 }
+
+/** How long a flow past its point of no return waits before it tries a failing step again. */
+export const IRREVERSIBLE_RETRY_MS = 60_000
 
 export interface StartFlow<D> {
   organizationId: string
@@ -106,6 +116,13 @@ interface FlowJob {
 
 function describe(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+}
+
+/** Whether the flow's next step comes after the definition's point of no return. */
+function pastNoReturn(definition: { steps: readonly { name: string }[]; irreversibleAfter?: string }, step: number): boolean {
+  if (definition.irreversibleAfter === undefined) return false
+  const index = definition.steps.findIndex((candidate) => candidate.name === definition.irreversibleAfter)
+  return index >= 0 && step > index
 }
 
 function toFlow<D>(row: FlowRow): Flow<D> {
@@ -135,6 +152,9 @@ export class FlowRunner {
     if (new Set(definition.steps.map((step) => step.name)).size !== definition.steps.length) throw new Error(`Flow ${definition.type} repeats a step name`)
     const idle = definition.steps.find((step) => !step.run && !step.call)
     if (idle) throw new Error(`Step ${idle.name} of flow ${definition.type} neither runs nor calls`)
+    if (definition.irreversibleAfter !== undefined && !definition.steps.some((step) => step.name === definition.irreversibleAfter)) {
+      throw new Error(`Flow ${definition.type} has no step ${definition.irreversibleAfter} to be irreversible after`)
+    }
     const jobType = FLOW_JOB_PREFIX + definition.type
     this.jobs.registerBatch(jobType, (jobs) => this.runJobs(definition, jobs), { maxJobs: definition.batchSize ?? 1 })
     return {
@@ -212,6 +232,9 @@ export class FlowRunner {
       } catch (error) {
         const lastAttempt = job.attempts >= job.max_attempts
         if (isRetryable(error) && !lastAttempt) return error
+        if (pastNoReturn(definition, current.step)) {
+          return new JobDeferral(new Date(Date.now() + IRREVERSIBLE_RETRY_MS), `step ${definition.steps[current.step]!.name} of ${definition.type} flow ${current.id}: ${describe(error)}`)
+        }
         try {
           await this.fail(definition, current, error)
           return undefined

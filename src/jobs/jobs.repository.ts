@@ -88,10 +88,10 @@ export async function fail(db: Executor, id: string, workerId: string, error: st
 }
 
 /** Puts a job back to run at `runAt` without counting the attempt: it waits, it did not fail. */
-export async function defer(db: Executor, id: string, workerId: string, runAt: Date): Promise<void> {
+export async function defer(db: Executor, id: string, workerId: string, runAt: Date, reason: string | null): Promise<void> {
   await db
     .updateTable('jobs')
-    .set((eb) => ({ status: 'pending', attempts: eb('attempts', '-', 1), run_at: runAt, locked_by: null, locked_until: null, last_error: null, updated_at: new Date() }))
+    .set((eb) => ({ status: 'pending', attempts: eb('attempts', '-', 1), run_at: runAt, locked_by: null, locked_until: null, last_error: reason, updated_at: new Date() }))
     .where('id', '=', id)
     .where('locked_by', '=', workerId)
     .where('status', '=', 'running')

@@ -47,8 +47,11 @@ export type JobHandler = (job: JobRow, context: JobContext) => Promise<void>
  */
 export class JobDeferral {
   readonly runAt: Date
-  constructor(runAt: Date) {
+  /** Why it waits, when that is worth an operator's eye (kept as the job's last error). */
+  readonly reason: string | null
+  constructor(runAt: Date, reason: string | null = null) {
     this.runAt = runAt
+    this.reason = reason
   }
 }
 

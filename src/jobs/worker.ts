@@ -192,7 +192,7 @@ export class Worker {
       for (const job of run) {
         if (!failures.has(job.id)) continue
         const failure = failures.get(job.id)
-        if (failure instanceof JobDeferral) await this.defer(job, failure.runAt)
+        if (failure instanceof JobDeferral) await this.defer(job, failure)
         else await this.recordFailure(job, failure)
       }
     }
@@ -205,9 +205,10 @@ export class Worker {
     }
   }
 
-  private async defer(job: JobRow, runAt: Date): Promise<void> {
+  private async defer(job: JobRow, deferral: JobDeferral): Promise<void> {
+    if (deferral.reason !== null) this.options.logger.error({ jobId: job.id, type: job.type, reason: deferral.reason, retryAt: deferral.runAt }, 'job cannot go on and may not give up; retrying later')
     try {
-      await repository.defer(this.options.db, job.id, this.id, runAt)
+      await repository.defer(this.options.db, job.id, this.id, deferral.runAt, deferral.reason)
     } catch (error) {
       // The lease runs out and the job is taken over early: it is not lost.
       this.options.logger.error({ err: error, jobId: job.id }, 'deferring a job failed')

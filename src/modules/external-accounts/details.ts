@@ -1,4 +1,4 @@
-import { electronicFormatIBAN, isValidBIC, isValidIBAN } from 'ibantools'
+import { electronicFormatIBAN, isSEPACountry, isValidBIC, isValidIBAN } from 'ibantools'
 import { isValidRoutingNumber, isValidUkAccount } from '../../lib/bank-numbers.ts'
 
 /**
@@ -97,6 +97,7 @@ export function checkFps(details: { sortCode: string; accountNumber: string }): 
 export function checkSepa(details: { iban: string; bic: string }): { iban: string; bic: string } | DetailProblem {
   const iban = electronicFormatIBAN(details.iban) ?? ''
   if (!isValidIBAN(iban)) return { code: 'number_invalid', property: 'iban', message: 'The IBAN is invalid' }
+  if (!isSEPACountry(iban.slice(0, 2))) return { code: 'country_not_supported', property: 'iban', message: 'The IBAN is of a country outside the SEPA area' }
   const bic = details.bic.toUpperCase()
   if (!isValidBIC(bic)) return { code: 'number_invalid', property: 'bic', message: 'The BIC is invalid' }
   return { iban, bic }

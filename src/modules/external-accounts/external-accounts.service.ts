@@ -10,7 +10,7 @@ import { CardProcessorUnavailableError, type CardProcessor, type CardVerificatio
 import type { RailCounterparty } from '../../providers/rails/payouts.ts'
 import { recordEvent } from '../events/index.ts'
 import { attachInitialMetadata } from '../metadata/index.ts'
-import { checkAch, checkCard, checkFps, checkSepa, findBinRange, type BinRange, type DetailProblem } from './details.ts'
+import { checkAch, checkCard, checkFps, checkSepa, findBinRange, isCardExpired, type BinRange, type DetailProblem } from './details.ts'
 import * as repository from './external-accounts.repository.ts'
 import type { CreateExternalAccountBody, ExternalAccount, ExternalAccountType, UpdateExternalAccountBody } from './external-accounts.schemas.ts'
 
@@ -233,7 +233,11 @@ export class ExternalAccountsService {
    * it can be reached on for the feature, and whether the feature is available to the user now. 404
    * `entity_not_found` (entity `external-account`) when the user has no such account.
    */
-  async forMovement(principal: Principal, externalAccountId: string, feature: Feature): Promise<{ id: string; ownerId: string; type: ExternalAccountType; asset: string; network: string; networks: string[]; available: boolean; octSupport?: string }> {
+  async forMovement(
+    principal: Principal,
+    externalAccountId: string,
+    feature: Feature,
+  ): Promise<{ id: string; ownerId: string; type: ExternalAccountType; asset: string; network: string; networks: string[]; available: boolean; octSupport?: string; expired?: boolean }> {
     const row = await this.findLive(principal, externalAccountId)
     const account = this.present(row, await this.capabilities.enabledFor(principal))
     const secondary = (account.details as { secondaryNetworks?: Partial<Record<Feature, string[]>> }).secondaryNetworks?.[feature] ?? []
@@ -245,7 +249,12 @@ export class ExternalAccountsService {
       network: row.network,
       networks: [row.network, ...secondary],
       available: account.status === 'ok' && account.features.includes(feature),
-      ...(row.type === 'card' ? { octSupport: (row.details as { octSupport?: string }).octSupport ?? 'unknown' } : {}),
+      ...(row.type === 'card'
+        ? {
+          octSupport: (row.details as { octSupport?: string }).octSupport ?? 'unknown',
+          expired: isCardExpired((row.details as { expiryDate: { month: number; year: number } }).expiryDate, new Date()),
+        }
+        : {}),
     }
   }
 
@@ -342,7 +351,7 @@ export class ExternalAccountsService {
           asset: body.asset,
           method: rail.method,
           details: { address: body.address, ...(body.reference !== undefined ? { reference: body.reference } : {}) },
-          identity: `${address}/${body.reference ?? ''}`,
+          identity: `${address}/${body.reference ?? ''}/${body.asset}`,
           duplicateOf: ['address', 'crypto address'],
         }
       }
@@ -434,7 +443,8 @@ export class ExternalAccountsService {
   }
 
   private fingerprint(type: string, network: string, identity: string): string {
-    // Cards are the same card whatever scheme label they got; other accounts are the same on their network.
+    // Cards are the same card whatever scheme label they got; other accounts are the same on their network (and
+    // a crypto address, for its asset: the same address may be linked for ETH and for USDC).
     const scope = type === 'card' ? 'card' : `${type}/${network}`
     return createHmac('sha256', this.fingerprintKey).update(`${scope}\u0000${identity}`).digest('base64url')
   }

@@ -31,6 +31,8 @@ export interface QuoteExternalAccount {
   /** Whether the feature is available to the user now. */
   available: boolean
   octSupport?: string
+  /** Cards: whether the expiry month has passed. */
+  expired?: boolean
 }
 
 export interface QuoteExternalAccounts {
@@ -193,7 +195,7 @@ export class QuotesService {
     if (new BigNumber(targetAmount).isZero()) throw amountInvalid('The amount is too small to be paid or received in the asset', 'minimum-limit-not-met')
 
     const rate = exchange ? withSpread(mid(origin.asset, destination.asset), this.settings.spread) : '1'
-    const fees = this.feeRules(kind, exchange, destination, usd, origin.asset, originDecimals)
+    const fees = this.feeRules(kind, exchange, kind === 'deposit' ? origin : destination, usd, origin.asset, originDecimals)
     let pricing
     try {
       pricing = price({ target: denomination.target, amount: targetAmount, rate, originDecimals, destinationDecimals, fees })
@@ -283,7 +285,10 @@ export class QuotesService {
         if (from.account!.id === to.account!.id) throw new DomainError('transaction_node_invalid', 'The origin and the destination are the same account')
         return { kind: from.asset === to.asset ? 'transfer' : 'trade', origin: from, destination: to }
       }
-      if (destination.type === 'crypto-address') return { kind: 'withdrawal', origin: from, destination: this.cryptoAddressEnd(destination) }
+      if (destination.type === 'crypto-address') {
+        await this.capabilities.require(principal, 'crypto-withdrawals')
+        return { kind: 'withdrawal', origin: from, destination: this.cryptoAddressEnd(destination) }
+      }
       return { kind: 'withdrawal', origin: from, destination: await this.externalEnd(principal, 'destination', destination, 'withdraw') }
     }
     // The origin is an external account: money pulled from the user's bank account into one of their accounts.
@@ -307,10 +312,13 @@ export class QuotesService {
       throw error
     }
     if (external.type === 'apm') throw operationNotAllowed(`External accounts of type 'apm' are not supported yet`, ['node-type-not-supported'])
+    // Crypto arrives by itself at the account's deposit address: nothing can be pulled from an address.
+    if (feature === 'deposit' && external.type === 'crypto') throw new DomainError('transaction_node_invalid', 'Crypto deposits are sent to the account\'s deposit address; an address cannot be pulled from')
     if (external.type === 'card') {
       // Card deposits are authorized with 3-D Secure (a flow of their own); a withdrawal needs the issuer to take push payments.
       if (feature === 'deposit') throw operationNotAllowed('Deposits from cards are not supported yet', ['node-type-not-supported'])
       if (external.octSupport !== 'supported') throw operationNotAllowed('The card does not take withdrawals', ['card-withdrawals-unsupported'])
+      if (external.expired) throw new DomainError('transaction_node_invalid', `The ${end} card has expired`)
     }
     const capability = feature === 'withdraw' ? (`${external.type}-withdrawals` as const) : (`${external.type}-deposits` as const)
     if (capability === 'bank-deposits' || capability === 'bank-withdrawals' || capability === 'card-withdrawals' || capability === 'crypto-withdrawals') {

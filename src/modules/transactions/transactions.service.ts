@@ -90,13 +90,14 @@ export interface AtomicIdempotency {
 
 /**
  * One key for a place outside Tessera, so that movements to it can be found again: the external account, or the
- * crypto address (hex addresses in lower case, as they are the same in any case).
+ * crypto address (hex and bech32 addresses in lower case, as they are the same in any case).
  */
 export function counterpartyOf(node: Record<string, unknown>): string | null {
   if (node.type === 'external-account') return `external-account:${String(node.id)}`
   if (node.type === 'crypto-address') {
     const address = String(node.address)
-    return `crypto-address:${String(node.network)}:${/^0x[0-9a-f]+$/i.test(address) ? address.toLowerCase() : address}:${typeof node.reference === 'string' ? node.reference : ''}`
+    const caseless = /^0x[0-9a-f]+$/i.test(address) || /^(bc|tb|ltc|tltc)1/i.test(address)
+    return `crypto-address:${String(node.network)}:${caseless ? address.toLowerCase() : address}:${typeof node.reference === 'string' ? node.reference : ''}`
   }
   return null
 }

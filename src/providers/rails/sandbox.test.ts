@@ -23,7 +23,7 @@ describe('sandbox bank rail', () => {
     const ach = rail.remitter('ach', { name: 'Ann', secCode: 'PPD' })
     assert.ok(isValidRoutingNumber(ach.routingNumber!))
     assert.match(ach.accountNumber!, /^[1-9][0-9]{9}$/)
-    assert.deepEqual({ ...ach, accountNumber: undefined }, { name: 'Ann', accountNumber: undefined, routingNumber: '110000000', secCode: 'PPD', transactionType: 'Push', serviceType: 'SameDay' })
+    assert.deepEqual({ ...ach, accountNumber: undefined }, { name: 'Ann', accountNumber: undefined, routingNumber: '220000000', secCode: 'PPD', transactionType: 'Push', serviceType: 'SameDay' })
     assert.deepEqual(Object.keys(rail.remitter('rtp', { name: 'Ann' })), ['name', 'accountNumber', 'routingNumber'])
     assert.deepEqual(rail.remitter('wire', { name: 'Ann', address1: '1 Main St', idCode: undefined }), { name: 'Ann', address1: '1 Main St' }, 'a wire makes nothing up')
   })

@@ -7,7 +7,7 @@ import type { BankNetwork, BankRail, BankRemitter, ChainRail, IncomingBankPaymen
 // recipient. The sort code is the Vocalink specification's standard MOD11 example.
 const REMITTER_SEPA = { countryCode: 'NL', bankCode: 'TSRB', accountDigits: 10, bic: 'TSRBNL20' }
 const REMITTER_SORT_CODE = '107999'
-const REMITTER_ROUTING_NUMBER = '110000000'
+const REMITTER_ROUTING_NUMBER = '220000000'
 
 /** A sender as a tester describes them: a name, and whichever details of their network they choose. */
 export type RequestedRemitter = { name: string } & Record<string, string | undefined>
