@@ -1,0 +1,141 @@
+/**
+ * External accounts, withdrawal quotes and transactions, and their events, checked against the upstream reference
+ * document's own schemas (not only against our generated document): what a client written for the reference
+ * reads from us must be what it expects. Crypto external accounts exist only in the specification (the reference's
+ * `external-account.type` has no `crypto`), so they are checked against the reference schema with that one value
+ * and its details added.
+ */
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import path from 'node:path'
+import { describe, test } from 'node:test'
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import addFormats from 'ajv-formats'
+import { bearer, ENGINES, useApp, type TestResponse } from './helpers.ts'
+import { commit, fund, openAccount, quoted, verifiedUser } from './money.ts'
+
+const REFERENCE = path.resolve(import.meta.dirname, '../../shared/reference/core-openapi.json')
+const available = fs.existsSync(REFERENCE)
+
+type Json = Record<string, unknown>
+
+function referenceValidator() {
+  const document = JSON.parse(fs.readFileSync(REFERENCE, 'utf8')) as { components: { schemas: Record<string, Json>; responses: Record<string, { content: Record<string, { schema: Json }> }> } }
+  // The specification's crypto external accounts, on top of the reference's shape.
+  const schemas = structuredClone(document.components.schemas)
+  const account = schemas['external-account'] as { properties: { type: { enum: string[] }; details: { oneOf: Json[] } } }
+  account.properties.type.enum.push('crypto')
+  account.properties.details.oneOf.push({ type: 'object', properties: { address: { type: 'string' }, reference: { type: 'string' } }, required: ['address'] })
+  const ajv = new Ajv2020({ strict: false, allErrors: true })
+  addFormats.default(ajv)
+  ajv.addSchema({ $id: 'reference.json', components: { schemas, responses: document.components.responses } })
+  const rewrite = (schema: Json) => JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"reference.json#/components/')) as Json
+  const check = (label: string, schema: Json, value: unknown) => {
+    const validate = ajv.compile(rewrite(schema))
+    assert.ok(validate(value), `${label} does not match the reference: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(value).slice(0, 600)}`)
+  }
+  return {
+    /** A response body against the reference's named response. */
+    response(name: string, response: TestResponse) {
+      check(name, document.components.responses[name]!.content['application/json']!.schema, response.json())
+    },
+    /** A value against one of the reference's schemas. */
+    schema(name: string, value: unknown) {
+      check(name, { $ref: `#/components/schemas/${name}` }, value)
+    },
+  }
+}
+
+for (const engine of ENGINES) {
+  describe(`reference shapes: external accounts and withdrawals [${engine}]`, { skip: !available && 'reference not found' }, () => {
+    const suite = useApp(engine, { SANDBOX_RAIL_SETTLE_MS: '0', VELOCITY_MAX_MOVEMENTS: '0' })
+
+    test('every kind of external account, every operation, the withdrawals to them and their events', async () => {
+      const reference = referenceValidator()
+      // The checks can fail: a shape the reference does not allow is refused.
+      assert.throws(() => reference.schema('external-account', { id: 'not-a-uuid', type: 'pigeon' }), /does not match the reference/)
+      const ctx = suite.ctx
+      const userId = await verifiedUser(ctx, suite.token)
+      const headers = bearer(suite.token, userId)
+      const create = async (payload: Json) => {
+        const response = await ctx.request({ method: 'POST', url: '/core/external-accounts', headers, payload })
+        assert.equal(response.status, 201, response.body)
+        reference.response('create-external-account-response', response)
+        return response.json<{ externalAccount: { id: string } }>().externalAccount.id
+      }
+      const expiry = { month: 12, year: new Date().getUTCFullYear() + 2 }
+      const card = await create({ type: 'card', label: 'Visa', number: '4242424242424242', securityCode: '123', expiryDate: expiry })
+      const sepa = await create({ type: 'bank', asset: 'EUR', network: 'sepa', label: 'SEPA', iban: 'DE67370400440532010001', bic: 'COBADEFFXXX' })
+      const failing = await create({ type: 'bank', asset: 'EUR', network: 'sepa', label: 'Returns', iban: 'DE40370400440532010002', bic: 'COBADEFFXXX' })
+      await create({ type: 'bank', asset: 'GBP', network: 'fps', label: 'FPS', sortCode: '089999', accountNumber: '66374958' })
+      await create({
+        type: 'bank',
+        asset: 'USD',
+        network: 'ach',
+        label: 'ACH',
+        routingNumber: '121000248',
+        accountNumber: '9876540001',
+        accountType: 'checking',
+        address: { country: 'US', subdivision: 'US-CA', city: 'San Francisco', line1: '1 Main Street', postalCode: '94102' },
+      })
+      await create({ type: 'crypto', asset: 'BTC', network: 'bitcoin', label: 'Wallet', address: 'tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx' })
+
+      reference.response('list-external-accounts-response', await ctx.request({ method: 'GET', url: '/core/external-accounts', headers }))
+      reference.response('get-external-account-response', await ctx.request({ method: 'GET', url: `/core/external-accounts/${card}`, headers }))
+      reference.response('update-external-account-response', await ctx.request({ method: 'PATCH', url: `/core/external-accounts/${card}`, headers, payload: { label: 'Renamed' } }))
+      const missing = await ctx.request({ method: 'GET', url: '/core/external-accounts/0190a8c1-0000-7000-8000-000000000000', headers })
+      assert.equal(missing.status, 404)
+      reference.response('get-external-account-not-found-response', missing)
+      const duplicate = await ctx.request({ method: 'POST', url: '/core/external-accounts', headers, payload: { type: 'bank', asset: 'EUR', network: 'sepa', label: 'Again', iban: 'DE67370400440532010001', bic: 'COBADEFFXXX' } })
+      assert.equal(duplicate.status, 409)
+      reference.response('create-external-account-conflict-response', duplicate)
+
+      // Withdrawals: to a bank account, a card and a crypto address; one that the bank returns.
+      const eurAccount = await openAccount(ctx, suite.token, userId, 'EUR')
+      await fund(ctx, userId, eurAccount, 'EUR', '1000')
+      const btcAccount = await openAccount(ctx, suite.token, userId, 'BTC')
+      await fund(ctx, userId, btcAccount, 'BTC', '1')
+      const bodies = [
+        { origin: { type: 'account', id: eurAccount }, destination: { type: 'external-account', id: sepa }, denomination: { asset: 'EUR', amount: '10' } },
+        { origin: { type: 'account', id: eurAccount }, destination: { type: 'external-account', id: card }, denomination: { asset: 'EUR', amount: '11' } },
+        { origin: { type: 'account', id: eurAccount }, destination: { type: 'external-account', id: failing }, denomination: { asset: 'EUR', amount: '12' } },
+        { origin: { type: 'account', id: btcAccount }, destination: { type: 'crypto-address', asset: 'BTC', network: 'bitcoin', address: 'tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx' }, denomination: { asset: 'BTC', amount: '0.01' } },
+      ]
+      const ids: string[] = []
+      for (const body of bodies) {
+        const quoteResponse = await ctx.request({ method: 'POST', url: '/core/transactions/quote', headers, payload: body })
+        assert.equal(quoteResponse.status, 201, quoteResponse.body)
+        reference.response('create-quote-response', quoteResponse)
+        const committed = await commit(ctx, suite.token, userId, quoteResponse.json<{ quote: { id: string } }>().quote.id)
+        assert.equal(committed.status, 201, committed.body)
+        reference.response('create-transaction-response', committed)
+        ids.push(committed.json<{ transaction: { id: string } }>().transaction.id)
+      }
+      const again = await quoted(ctx, suite.token, userId, bodies[0]!)
+      const refused = await commit(ctx, suite.token, userId, again.id)
+      assert.equal(refused.status, 409)
+      reference.response('create-transaction-conflict-response', refused)
+
+      await ctx.services.worker.drain()
+      for (const id of ids) reference.response('get-transaction-response', await ctx.request({ method: 'GET', url: `/core/transactions/${id}`, headers }))
+      reference.response('list-transactions-response', await ctx.request({ method: 'GET', url: '/core/transactions?type=withdrawal', headers }))
+
+      // The events as a webhook will carry them: the envelope around what the outbox recorded.
+      const events = await ctx.database.db.selectFrom('outbox_events').selectAll().where('user_id', '=', userId).where('type', 'like', 'core.%').orderBy('id').execute()
+      const envelope = (event: (typeof events)[number]) => ({ id: event.id, type: event.type, createdAt: event.occurred_at.toISOString(), data: event.data })
+      const checked = { externalAccount: 0, transaction: 0 }
+      for (const event of events) {
+        if (event.type.startsWith('core.external-account.')) {
+          reference.schema('external-account-webhook-event', envelope(event))
+          checked.externalAccount++
+        }
+        if (event.type.startsWith('core.transaction.') && ids.includes(event.subject_id)) {
+          reference.schema('transaction-webhook-event', envelope(event))
+          checked.transaction++
+        }
+      }
+      assert.equal(checked.externalAccount, 6)
+      assert.equal(checked.transaction, 2 * ids.length)
+    })
+  })
+}
