@@ -484,6 +484,40 @@ ROUTES.push(
   }),
 )
 
+// External accounts: a SEPA account (no capability needed to link one), prepared for the acting user.
+let preparedExternalAccountId = ''
+const sepaAccount = { type: 'bank', asset: 'EUR', network: 'sepa', label: 'Prepared', iban: 'DE67370400440532010001', bic: 'COBADEFFXXX' }
+async function prepareExternalAccount(ctx: TestContext, token: string, userId: string): Promise<void> {
+  const response = await ctx.request({ method: 'POST', url: '/core/external-accounts', headers: bearer(token, userId), payload: sepaAccount })
+  assert.equal(response.status, 201, response.body)
+  preparedExternalAccountId = response.json<{ externalAccount: { id: string } }>().externalAccount.id
+}
+const externalAccountUrl = () => `/core/external-accounts/${preparedExternalAccountId}`
+ROUTES.push(
+  accountRoute({
+    operationId: 'core.create-external-account',
+    method: 'POST',
+    url: '/core/external-accounts',
+    scope: 'core.external-accounts:create',
+    success: 201,
+    body: () => sepaAccount,
+    invalidBody: { body: { ...sepaAccount, bic: 42 }, property: 'bic', rule: 'type' },
+  }),
+  accountRoute({ operationId: 'core.list-external-accounts', method: 'GET', url: '/core/external-accounts', scope: 'core.external-accounts:read', success: 200 }),
+  accountRoute({ operationId: 'core.get-external-account', method: 'GET', url: externalAccountUrl, scope: 'core.external-accounts:read', success: 200, prepare: prepareExternalAccount }),
+  accountRoute({
+    operationId: 'core.update-external-account',
+    method: 'PATCH',
+    url: externalAccountUrl,
+    scope: 'core.external-accounts:update',
+    success: 200,
+    prepare: prepareExternalAccount,
+    body: () => ({ label: 'Renamed' }),
+    invalidBody: { body: { label: 'x', iban: 'DE67370400440532010001' }, property: 'iban', rule: 'additionalProperties' },
+  }),
+  accountRoute({ operationId: 'core.delete-external-account', method: 'DELETE', url: externalAccountUrl, scope: 'core.external-accounts:delete', success: 204, prepare: prepareExternalAccount }),
+)
+
 async function putMetadata(ctx: TestContext, token: string, userId: string): Promise<void> {
   const response = await ctx.request({ method: 'PUT', url: '/core/users/me/metadata', headers: bearer(token, userId), payload: { externalId: 'crm-1' } })
   assert.ok(response.status === 201 || response.status === 200, response.body)
