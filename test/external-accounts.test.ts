@@ -988,7 +988,7 @@ for (const engine of ENGINES) {
         assert.equal((await ctx.request({ method: 'DELETE', url: `${URL_}/${account.id}`, headers: bearer(token, userId) })).status, 204)
 
         // The number is kept, sealed: what a payout to the card opens.
-        const counterparty = await ctx.services.externalAccounts.counterparty(ctx.client.organizationId, account.id, 'visa')
+        const counterparty = (await ctx.services.externalAccounts.counterparties(ctx.client.organizationId, [{ id: account.id, network: 'visa' }])).get(`${account.id}|visa`)
         assert.equal((counterparty as { number?: string }).number, NUMBER)
 
         const secrets = [...cardSecrets(NUMBER), LUHN_FAILURE, `"${CODE}"`, `:${CODE},`, `=${CODE}`]

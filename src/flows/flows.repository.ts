@@ -46,19 +46,13 @@ export function lockAtStep(tx: Tx, organizationId: string, ids: readonly string[
 }
 
 /** Moves locked flows past a step: completed when it was the last one. */
-export async function advance(tx: Tx, organizationId: string, ids: readonly string[], next: { step: number; completed: boolean; at: Date }): Promise<void> {
-  if (ids.length === 0) return
-  await tx
-    .updateTable('flows')
-    .set({ step: next.step, status: next.completed ? 'completed' : 'running', updated_at: next.at })
-    .where('organization_id', '=', organizationId)
-    .where('id', 'in', ids)
-    .execute()
-}
-
-/** Merges what a step recorded into a flow's data. */
-export async function mergeData(tx: Tx, organizationId: string, id: string, patch: Record<string, unknown>): Promise<void> {
-  await sql`update flows set data = data || ${JSON.stringify(patch)}::jsonb where organization_id = ${organizationId} and id = ${id}`.execute(tx)
+/** Moves flows to `next.step`, merging what their steps recorded into their data: one statement for all of them. */
+export async function advance(tx: Tx, organizationId: string, flows: readonly { id: string; patch: Record<string, unknown> }[], next: { step: number; completed: boolean; at: Date }): Promise<void> {
+  if (flows.length === 0) return
+  await sql`update flows as f
+    set step = ${next.step}, status = ${next.completed ? 'completed' : 'running'}, updated_at = ${next.at}, data = f.data || v.patch
+    from jsonb_to_recordset(${JSON.stringify(flows)}::jsonb) as v(id uuid, patch jsonb)
+    where f.organization_id = ${organizationId} and f.id = v.id`.execute(tx)
 }
 
 export async function markFailed(tx: Tx, organizationId: string, id: string, error: string, at: Date): Promise<void> {

@@ -26,9 +26,9 @@ export interface RailFlowData extends QuotedMovement {
   networkReference?: string
 }
 
-/** Where a movement's outside end is, as the rail reaches it (the external accounts module answers). */
+/** Where movements' outside ends are, as the rail reaches them, keyed `<id>|<network>` (the external accounts module answers). */
 export interface CounterpartyDirectory {
-  counterparty(organizationId: string, externalAccountId: string, network: string): Promise<RailCounterparty>
+  counterparties(organizationId: string, targets: readonly { id: string; network: string }[]): Promise<Map<string, RailCounterparty>>
 }
 
 const railFailure = (reason: RailFailureReason) => new DomainError('operation_not_allowed', `The payment rail refused the order: ${reason}`, { details: { reasons: [reason], reason } })
@@ -41,12 +41,19 @@ function outsideNode(row: TransactionRow): Record<string, unknown> {
   return (row.type === 'withdrawal' ? row.destination : row.origin) as Record<string, unknown>
 }
 
-async function orderOf(row: TransactionRow, directory: CounterpartyDirectory): Promise<RailOrder> {
+/** The orders of movements, their linked external accounts read together. */
+async function ordersOf(rows: readonly TransactionRow[], directory: CounterpartyDirectory): Promise<RailOrder[]> {
+  const linked = rows.map(outsideNode).filter((node) => node.type === 'external-account').map((node) => ({ id: String(node.id), network: String(node.network) }))
+  const counterparties = linked.length === 0 ? new Map<string, RailCounterparty>() : await directory.counterparties(rows[0]!.organization_id, linked)
+  return rows.map((row) => orderOf(row, counterparties))
+}
+
+function orderOf(row: TransactionRow, counterparties: ReadonlyMap<string, RailCounterparty>): RailOrder {
   const node = outsideNode(row)
   const network = String(node.network)
   const counterparty: RailCounterparty = node.type === 'crypto-address'
     ? { kind: 'crypto', network, address: String(node.address), ...(typeof node.reference === 'string' ? { reference: node.reference } : {}) }
-    : await directory.counterparty(row.organization_id, String(node.id), network)
+    : counterparties.get(`${String(node.id)}|${network}`)!
   const payout = row.type === 'withdrawal'
   return {
     // The transaction and the step: whatever the retries and crashes, the rail sees one order.
@@ -70,7 +77,7 @@ function railSteps(deps: { rail: PaymentRail; transactions: TransactionsService;
         const rows = await transactions.findMany(flows[0]!.organizationId, flows.map((flow) => flow.id))
         // A transaction that is no longer processing (failed meanwhile) sends nothing.
         const live = rows.filter((row) => row.status === 'processing')
-        const orders = await Promise.all(live.map((row) => orderOf(row, directory)))
+        const orders = await ordersOf(live, directory)
         let receipts
         try {
           receipts = orders.length === 0 ? [] : await rail.submit(orders)

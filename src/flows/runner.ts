@@ -297,16 +297,18 @@ export class FlowRunner {
       if (current.length === 0) return []
       const at = new Date()
       const history = []
+      // What the stretch's steps recorded, per flow: written with the move past the stretch, in one statement.
+      const recorded = new Map<string, Partial<D>>()
       for (const [offset, step] of stretch.entries()) {
         const patches = new Map<string, Partial<D>>(offset === 0 ? called : [])
         if (patches.size > 0) current = current.map((flow) => ({ ...flow, data: { ...flow.data, ...patches.get(flow.id) } }))
         for (const [id, patch] of (await step.run?.(tx, current)) ?? []) patches.set(id, { ...patches.get(id), ...patch })
-        for (const [id, patch] of patches) await repository.mergeData(tx, organizationId, id, patch as Record<string, unknown>)
+        for (const [id, patch] of patches) recorded.set(id, { ...recorded.get(id), ...patch })
         history.push(...current.map((flow) => ({ organizationId, flowId: flow.id, step: step.name, action: 'run' as const, position: first + offset, at })))
         current = current.map((flow) => ({ ...flow, step: first + offset + 1, data: { ...flow.data, ...patches.get(flow.id) } }))
       }
       const next = first + stretch.length
-      await repository.advance(tx, organizationId, current.map((flow) => flow.id), { step: next, completed: next >= definition.steps.length, at })
+      await repository.advance(tx, organizationId, current.map((flow) => ({ id: flow.id, patch: (recorded.get(flow.id) ?? {}) as Record<string, unknown> })), { step: next, completed: next >= definition.steps.length, at })
       await repository.recordSteps(tx, history)
       return current
     })

@@ -28,9 +28,10 @@ export function findLiveMany(db: Executor, organizationId: string, ownerId: stri
     .execute()
 }
 
-/** An external account of the user, deleted or not: a movement keeps reaching the account it started with. */
-export function findAny(db: Executor, organizationId: string, id: string): Promise<ExternalAccountRow | undefined> {
-  return db.selectFrom('external_accounts').selectAll().where('organization_id', '=', organizationId).where('id', '=', id).executeTakeFirst()
+/** External accounts, deleted or not: a movement keeps reaching the account it started with. */
+export function findAnyMany(db: Executor, organizationId: string, ids: readonly string[]): Promise<ExternalAccountRow[]> {
+  if (ids.length === 0) return Promise.resolve([])
+  return db.selectFrom('external_accounts').selectAll().where('organization_id', '=', organizationId).where('id', 'in', ids).execute()
 }
 
 export function listPage(db: Executor, organizationId: string, ownerId: string, type: string | undefined, window: PageWindow) {

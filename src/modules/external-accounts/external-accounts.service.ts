@@ -259,12 +259,23 @@ export class ExternalAccountsService {
   }
 
   /**
-   * For flows: what a rail needs to reach an external account (deleted or not: a movement under way finishes). The
-   * card number is opened here, for the call, and never returned by the API.
+   * For flows: what a rail needs to reach external accounts (deleted or not: a movement under way finishes), each
+   * over the network asked, read together. A card number is opened here, for the call, and never returned by
+   * the API.
    */
-  async counterparty(organizationId: string, externalAccountId: string, network: string): Promise<RailCounterparty> {
-    const row = await repository.findAny(this.db, organizationId, externalAccountId)
-    if (!row) throw new Error(`External account ${externalAccountId} does not exist`)
+  async counterparties(organizationId: string, targets: readonly { id: string; network: string }[]): Promise<Map<string, RailCounterparty>> {
+    const rows = new Map((await repository.findAnyMany(this.db, organizationId, [...new Set(targets.map((target) => target.id))])).map((row) => [row.id, row]))
+    return new Map(
+      targets.map((target) => {
+        const row = rows.get(target.id)
+        if (!row) throw new Error(`External account ${target.id} does not exist`)
+        return [`${target.id}|${target.network}`, this.counterpartyOf(row, target.network)]
+      }),
+    )
+  }
+
+  private counterpartyOf(row: ExternalAccountRow, network: string): RailCounterparty {
+    const organizationId = row.organization_id
     const details = row.details as Record<string, string> & { expiryDate?: { month: number; year: number } }
     switch (row.type) {
       case 'bank':
