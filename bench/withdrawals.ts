@@ -1,0 +1,1047 @@
+// Withdrawal benchmark: withdrawals per second quoted and committed through Tessera's API and carried out by its
+// background worker over the sandbox payment rail (hold, submit, confirm, settle) on PostgreSQL, each as a ratio to
+// a raw SQL baseline that writes the same rows, takes the same row locks and uses as many database transactions per
+// withdrawal, directly through `pg`, in the same run. See bench/README.md ("Withdrawal benchmark").
+import { createHash } from 'node:crypto'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import type { RequestParams } from 'autocannon'
+import BigNumber from 'bignumber.js'
+import { composeIBAN, isValidIBAN } from 'ibantools'
+import pg from 'pg'
+import {
+  accessToken,
+  backgroundCpuLoad,
+  databaseVersion,
+  expectJson,
+  isCleaning,
+  load,
+  log,
+  newClientCredentials,
+  onCleanup,
+  RESULTS_DIR,
+  ROOT,
+  runCommand,
+  runMain,
+  scratchDatabase,
+  setLogPrefix,
+  startCluster,
+  startTessera,
+  stopChild,
+} from './harness.ts'
+import { positiveInteger } from './settings.ts'
+import { uuidv7 } from '../src/lib/ids.ts'
+
+setLogPrefix('bench:withdrawals')
+
+/** What one connection of a request sequence carries from the quote to the commit. */
+interface WithdrawalContext {
+  headers?: Record<string, string>
+  quoteId?: string | null
+}
+
+// bench/autocannon.d.ts leaves out what a request sequence with a dependency needs: autocannon hands each request's
+// response to its `onResponse` together with the connection's context, and that context to the next `setupRequest`.
+// Typed here, not by augmenting the module (bench/trades.ts does, with a context of the same shape).
+type SequenceRequest = Omit<RequestParams, 'setupRequest'> & {
+  setupRequest?: (request: RequestParams, context?: WithdrawalContext) => RequestParams
+  onResponse?: (status: number, body: string, context: WithdrawalContext) => void
+}
+
+const TARGET_RATIO = 0.5
+/**
+ * Each user links two SEPA accounts at the same bank (valid IBANs, composed with ibantools): the API's withdrawals go
+ * to the first, the baseline's to the second. The duplicate-withdrawal rule looks up the user's recent withdrawals to
+ * the destination under its lock, and that lookup costs more the more there are: with one destination, the path
+ * measured second would look through the other's rows too. The sandbox rail completes an order to either (their last
+ * four digits select no failure: SANDBOX_RAIL_TEST_VALUES).
+ */
+const IBANS = { api: composeIBAN({ countryCode: 'DE', bban: '370400440532010001' })!, rawSql: composeIBAN({ countryCode: 'DE', bban: '370400440532011001' })! }
+const BIC = 'COBADEFFXXX'
+/**
+ * Every withdrawal of a user gets the next amount of their own sequence, from this many cents up by one cent: a
+ * second withdrawal of the same amount to the same external account within 2 minutes is refused
+ * (`duplicate-withdrawal`).
+ */
+const FIRST_AMOUNT_CENTS = 500
+
+const requested = {
+  withdrawals: positiveInteger('BENCH_WITHDRAWALS', 2000),
+  users: positiveInteger('BENCH_WITHDRAWAL_USERS', 200),
+  clients: positiveInteger('BENCH_API_CLIENTS', 16),
+  concurrency: positiveInteger('BENCH_WORKER_CONCURRENCY', 8),
+}
+/** Tessera's own setting (passed through to it): how many due flows its worker runs together at most. */
+const batchSize = positiveInteger('WORKER_BATCH_SIZE', 100)
+// Each API connection sends whole withdrawals (a quote, then its commit): autocannon shares the requests out evenly
+// over the connections, so the withdrawals are rounded up to a multiple of the connections.
+const roundToClients = (n: number) => Math.ceil(n / requested.clients) * requested.clients
+const settings = {
+  ...requested,
+  batchSize,
+  withdrawals: roundToClients(requested.withdrawals),
+  warmup: roundToClients(Math.min(500, requested.withdrawals)),
+  /** Tessera's own setting (passed through to it): how long its idle worker sleeps between polls; the baseline's too. */
+  pollIntervalMs: positiveInteger('WORKER_POLL_INTERVAL_MS', 250),
+  databaseUrl: process.env.BENCH_DATABASE_URL?.trim() || null,
+  cpuProfile: process.env.BENCH_CPU_PROF === '1',
+  enforceTarget: process.env.BENCH_ENFORCE_TARGET === '1',
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+async function mapLimit<T, R>(items: readonly T[], limit: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array<R>(items.length)
+  let next = 0
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      for (let i = next++; i < items.length; i = next++) results[i] = await work(items[i]!, i)
+    }),
+  )
+  return results
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Fixture, through the API
+
+interface Withdrawer {
+  userId: string
+  /** The user's EUR account: the origin of every withdrawal. */
+  eur: { id: string; label: string; createdAt: string }
+  /** The user's SEPA external accounts: the destination of the withdrawals through the API, and of the baseline's. */
+  externalAccounts: { api: string; rawSql: string }
+  /** Headers that act for the user, with a JSON body. */
+  headers: Record<string, string>
+  /** How many amounts of the user's sequence were taken. */
+  taken: number
+}
+
+/** The next amount of the user's sequence (EUR, two decimals). */
+function nextAmount(withdrawer: Withdrawer): string {
+  return new BigNumber(FIRST_AMOUNT_CENTS + withdrawer.taken++).div(100).toFixed(2)
+}
+
+function quoteBody(withdrawer: Withdrawer, amount: string): string {
+  return JSON.stringify({
+    origin: { type: 'account', id: withdrawer.eur.id },
+    destination: { type: 'external-account', id: withdrawer.externalAccounts.api },
+    denomination: { asset: 'EUR', amount },
+  })
+}
+
+const DUE_DILIGENCE = [
+  { intent: { 'expected-activities': ['cryptocurrency_investing'] } },
+  { 'financial-information': { 'source-of-funds': 'salary', 'annual-income-range': '40000-60000-GBP', 'expected-annual-deposits-range': '0-5000-GBP' } },
+  { employment: { status: 'employed' } },
+]
+
+/**
+ * A user who may withdraw to a bank (the `bank-withdrawals` capability: a French resident with identity, proof of
+ * address and due diligence, as test/money.ts `verifiedUser`), an EUR account funded with `funding` through a
+ * simulated SEPA deposit, and two linked SEPA bank accounts (IBANS).
+ */
+async function withdrawer(baseUrl: string, token: string, index: number, funding: string): Promise<Withdrawer> {
+  const call = async (method: string, url: string, headers: Record<string, string>, status: number, body?: unknown) =>
+    expectJson(await fetch(`${baseUrl}${url}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) }), status, `${method} ${url.split('?')[0]}`)
+  const bearer = { authorization: `Bearer ${token}` }
+  const user = await call('POST', '/core/users', { ...bearer, 'content-type': 'application/json', 'x-service-user-ip': '203.0.113.7' }, 201, {
+    type: 'individual',
+    email: `bench-withdrawals-${index}@example.com`,
+    termsOfService: 'general-lt-fcs',
+    primaryCitizenship: 'FR',
+    address: { country: 'FR' },
+  })
+  const userId = (user.user as { id: string }).id
+  const acting = { ...bearer, 'x-on-behalf-of': `user ${userId}` }
+  const headers = { ...acting, 'content-type': 'application/json' }
+  await call('PATCH', '/core/kyc/processes/identity', headers, 200, {
+    type: 'electronic-verification',
+    input: { data: { givenName: 'John', familyName: 'Doe', birthdate: '1987-01-01', citizenshipCountry: 'FR' } },
+  })
+  await call('PATCH', '/core/kyc/processes/proof-of-address', headers, 200, {
+    type: 'electronic-verification',
+    input: { data: { givenName: 'John', familyName: 'Doe', address: { country: 'FR', city: 'Paris', line1: '1 rue de Rivoli', postalCode: '75001' } } },
+  })
+  for (const answers of DUE_DILIGENCE) await call('PATCH', '/core/kyc/processes/customer-due-diligence', headers, 200, { input: { answers } })
+  const label = `Bench EUR ${index}`
+  const { account } = (await call('POST', '/core/accounts', headers, 201, { label, asset: 'EUR' })) as { account: { id: string; createdAt: string } }
+  const method = await call('PUT', `/core/accounts/${account.id}/deposit-method?type=bank&asset=EUR&network=sepa`, acting, 201)
+  const { iban, reference } = (method.depositMethod as { details: { iban: string; reference: string } }).details
+  await call('POST', '/core/accounts/test-helpers/bank-deposits', headers, 202, { network: 'sepa', iban, reference, asset: 'EUR', amount: funding })
+  const link = async (iban: string) =>
+    ((await call('POST', '/core/external-accounts', headers, 201, { type: 'bank', asset: 'EUR', network: 'sepa', label: `Bench bank ${index}`, iban, bic: BIC })).externalAccount as { id: string }).id
+  const externalAccounts = { api: await link(IBANS.api), rawSql: await link(IBANS.rawSql) }
+  return { userId, eur: { id: account.id, label, createdAt: account.createdAt }, externalAccounts, headers, taken: 0 }
+}
+
+async function processing(pool: pg.Pool): Promise<number> {
+  const { rows } = await pool.query<{ n: string }>("select count(*) as n from transactions where status = 'processing'")
+  return Number(rows[0]!.n)
+}
+
+async function untilNoneProcessing(pool: pg.Pool): Promise<void> {
+  while ((await processing(pool)) > 0) await sleep(5)
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// CPU while a phase runs, from /proc: this runner's (with its load generator), Tessera's, the PostgreSQL cluster's
+// (when it runs on this machine), and the rest of the machine's busy time, which is other processes'. The one-second
+// sample before the run (as the other benchmarks take) misses whatever starts later on a shared machine.
+
+/** Clock ticks per second of /proc/<pid>/stat (USER_HZ: 100 on Linux). */
+const TICKS_PER_SECOND = 100
+
+/** A process's CPU time in ms, its own and that of its children it waited for; null when it is not on this machine. */
+function processTimes(pid: number): { ms: number; parent: number } | null {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
+    // After the command name (in parentheses, which may hold spaces): state, ppid, …; utime is field 14.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    const ticks = Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])
+    return { ms: (ticks * 1000) / TICKS_PER_SECOND, parent: Number(fields[1]) }
+  } catch {
+    return null
+  }
+}
+
+/** CPU time (ms) spent over a phase: by this runner (with the load generator), Tessera, PostgreSQL, everything else. */
+interface CpuSpent {
+  runner: number
+  tessera: number
+  /** Null (and so `others`) when the cluster is not on this machine. */
+  postgres: number | null
+  others: number | null
+  /** Wall time × CPUs: what `others` is a share of. */
+  available: number
+}
+
+interface CpuMeter {
+  /** Starts a measure; its `stop` resolves with what was spent meanwhile. */
+  start(): { stop(): CpuSpent }
+}
+
+/**
+ * Measures CPU time by process group, given Tessera's pid and the pid of a backend of the cluster (its parent is the
+ * postmaster, whose reaped children's times /proc keeps with it).
+ */
+function cpuMeter(tesseraPid: number, backendPid: number): CpuMeter {
+  const postmaster = processTimes(backendPid)?.parent
+  const postgres = (): number | null => {
+    if (postmaster === undefined) return null
+    // A backend that exits during the scan moves its time to the postmaster's reaped children's: read again then.
+    for (let attempt = 0; ; attempt++) {
+      const first = processTimes(postmaster)?.ms ?? 0
+      let children = 0
+      for (const entry of fs.readdirSync('/proc')) {
+        if (!/^\d+$/.test(entry)) continue
+        const times = processTimes(Number(entry))
+        if (times?.parent === postmaster) children += times.ms
+      }
+      const last = processTimes(postmaster)?.ms ?? 0
+      if (last === first || attempt === 10) return last + children
+    }
+  }
+  const sample = () => {
+    const usage = process.cpuUsage()
+    const machine = os.cpus().reduce((acc, { times }) => {
+      acc.busy += times.user + times.nice + times.sys + times.irq
+      acc.total += times.user + times.nice + times.sys + times.irq + times.idle
+      return acc
+    }, { busy: 0, total: 0 })
+    return { machine, runner: (usage.user + usage.system) / 1000, tessera: processTimes(tesseraPid)?.ms ?? 0, postgres: postgres() }
+  }
+  return {
+    start() {
+      const before = sample()
+      return {
+        stop() {
+          const after = sample()
+          const runner = after.runner - before.runner
+          const tessera = after.tessera - before.tessera
+          const postgres = before.postgres === null || after.postgres === null ? null : after.postgres - before.postgres
+          const busy = after.machine.busy - before.machine.busy
+          return { runner, tessera, postgres, others: postgres === null ? null : Math.max(0, busy - runner - tessera - postgres), available: after.machine.total - before.machine.total }
+        },
+      }
+    },
+  }
+}
+
+/** The tables one withdrawal writes rows to. */
+const WITHDRAWAL_TABLES = [
+  'quotes', 'transactions', 'ledger_holds', 'ledger_transactions', 'ledger_entries', 'outbox_events', 'flows', 'flow_steps', 'jobs', 'sandbox_rail_orders',
+] as const
+type Table = (typeof WITHDRAWAL_TABLES)[number]
+type RowCounts = Record<Table, number>
+
+async function rowCounts(pool: pg.Pool): Promise<RowCounts & { balanceEvents: number }> {
+  // Balance events are counted apart: there is one per account and ledger write, so their number follows how the
+  // worker's batches happened to form, in either path; every other row is one per withdrawal (or per step).
+  const count = (table: string) => (table === 'outbox_events' ? `(select count(*) from outbox_events where type <> 'core.account.balance-changed')` : `(select count(*) from ${table})`)
+  const { rows } = await pool.query<Record<string, string>>(
+    `select ${WITHDRAWAL_TABLES.map((table) => `${count(table)} as ${table}`).join(', ')},
+       (select count(*) from outbox_events where type = 'core.account.balance-changed') as balance_events`,
+  )
+  return { ...(Object.fromEntries(WITHDRAWAL_TABLES.map((table) => [table, Number(rows[0]![table])])) as RowCounts), balanceEvents: Number(rows[0]!.balance_events) }
+}
+
+/**
+ * Runs `phase` and resolves with its outcome, the rows it added to each table, and how many database transactions
+ * the worker's steps took: the flows a stretch of steps runs together share one, which writes all their history
+ * rows with the same time (`submit` in one, `confirm` and `settle` in the next), with the batches they formed, and
+ * the CPU time spent meanwhile.
+ */
+async function counting<T>(pool: pg.Pool, meter: CpuMeter, phase: () => Promise<T>): Promise<{ outcome: T; added: RowCounts; balanceEvents: number; workerTransactions: number; batches: number[]; cpu: CpuSpent }> {
+  const before = await rowCounts(pool)
+  const since = new Date()
+  const measure = meter.start()
+  const outcome = await phase()
+  const cpu = measure.stop()
+  const after = await rowCounts(pool)
+  const { rows } = await pool.query<{ n: string }>(
+    "select (select count(distinct at) from flow_steps where step = 'submit' and at >= $1) + (select count(distinct at) from flow_steps where step = 'settle' and at >= $1) as n",
+    [since],
+  )
+  // The flows each `submit` transaction took, in the order they ran: the batches, as the worker formed them.
+  const { rows: batches } = await pool.query<{ n: string }>("select count(*) as n from flow_steps where step = 'submit' and at >= $1 group by at order by at", [since])
+  return {
+    outcome,
+    added: Object.fromEntries(WITHDRAWAL_TABLES.map((table) => [table, after[table] - before[table]])) as RowCounts,
+    balanceEvents: after.balanceEvents - before.balanceEvents,
+    workerTransactions: Number(rows[0]!.n),
+    batches: batches.map((row) => Number(row.n)),
+    cpu,
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Through the API and the worker
+
+interface Measured {
+  withdrawals: number
+  seconds: number
+  perSecond: number
+}
+
+/**
+ * Sends `count` withdrawals for the withdrawers (round robin): each of `settings.clients` connections sends a quote,
+ * then the commit of the quote it got back, and again. Timed from the first request until every response is in and
+ * no transaction is processing (the worker carries the withdrawals out meanwhile).
+ */
+async function throughApi(baseUrl: string, pool: pg.Pool, targets: readonly Withdrawer[], count: number): Promise<Measured & { latencyMs: { p50: number; p99: number } }> {
+  let next = 0
+  let answered = 0
+  // As in bench/trades.ts: the end is when the last answer is in and no withdrawal is processing, not when
+  // autocannon returns (on its next one-second tick).
+  let allAnswered!: () => void
+  const lastAnswer = new Promise<void>((resolve) => (allAnswered = resolve))
+  const completed = lastAnswer.then(async () => {
+    await untilNoneProcessing(pool)
+    return performance.now()
+  })
+  const requests: SequenceRequest[] = [
+    {
+      method: 'POST',
+      path: '/core/transactions/quote',
+      setupRequest: (request, context) => {
+        const target = targets[next++ % targets.length]!
+        context!.headers = target.headers
+        return { ...request, headers: target.headers, body: quoteBody(target, nextAmount(target)) }
+      },
+      onResponse: (status, body, context) => {
+        context.quoteId = status === 201 ? (JSON.parse(body) as { quote: { id: string } }).quote.id : null
+      },
+    },
+    {
+      method: 'POST',
+      path: '/core/transactions',
+      setupRequest: (request, context) => ({ ...request, headers: context!.headers!, body: JSON.stringify({ quoteId: context!.quoteId }) }),
+    },
+  ]
+  const started = performance.now()
+  const result = await load({ url: baseUrl, connections: settings.clients, amount: 2 * count, requests }, () => {
+    if (++answered === 2 * count) allAnswered()
+  })
+  const created = result.statusCodeStats['201']?.count ?? 0
+  if (created !== 2 * count || result.errors > 0 || result.timeouts > 0) {
+    throw new Error(`withdrawals were refused: ${created} of ${2 * count} requests answered 201; status codes ${JSON.stringify(result.statusCodeStats)}, ${result.errors} errors`)
+  }
+  const seconds = ((await completed) - started) / 1000
+  const { rows } = await pool.query<{ n: string }>("select count(*) as n from transactions where type = 'withdrawal' and status <> 'completed'")
+  if (Number(rows[0]!.n) > 0) throw new Error(`${rows[0]!.n} withdrawals did not complete (see the transactions and flows tables)`)
+  return { withdrawals: count, seconds, perSecond: count / seconds, latencyMs: { p50: result.latency.p50, p99: result.latency.p99 } }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Raw SQL baseline
+
+/** What every baseline quote copies from a withdrawal Tessera quoted during the warm-up (all but the amounts). */
+interface Template {
+  /** The denomination's rate (1: EUR to EUR). */
+  denominationRate: string
+  ttlMs: number
+}
+
+/** The baseline's jobs: a type of their own, so that Tessera's worker (idle meanwhile) never takes them. */
+const RAW_JOB_TYPE = 'flow:withdrawal:raw-sql'
+
+/** One multi-row insert. */
+function insertRows(table: string, columns: readonly string[], rows: readonly unknown[][], suffix = ''): { text: string; values: unknown[] } {
+  const values = rows.map((_, r) => `(${columns.map((_, c) => `$${r * columns.length + c + 1}`).join(', ')})`).join(', ')
+  return { text: `insert into ${table} (${columns.join(', ')}) values ${values}${suffix}`, values: rows.flat() }
+}
+
+const EVENT_COLUMNS = ['id', 'organization_id', 'type', 'subject_type', 'subject_id', 'user_id', 'data', 'occurred_at'] as const
+const FLOW_STEP_COLUMNS = ['organization_id', 'flow_id', 'step', 'action', 'position', 'error', 'at'] as const
+const RAIL_ORDER_COLUMNS = [
+  'key', 'order_id', 'organization_id', 'direction', 'kind', 'network', 'asset', 'amount', 'counterparty', 'reference', 'status', 'reason', 'network_reference', 'received',
+  'received_at', 'settles_at',
+] as const
+
+interface TransactionRow {
+  id: string
+  owner_id: string
+  type: string
+  origin: unknown
+  origin_asset: string
+  origin_amount: string
+  origin_rate: string
+  destination: unknown
+  destination_asset: string
+  destination_amount: string
+  destination_rate: string
+  denomination: Record<string, unknown> & { amount: string }
+  fees: { amount: string }[]
+  origin_account_id: string
+  status: string
+  quoted_at: Date
+  created_at: Date
+  updated_at: Date
+  completed_at: Date | null
+}
+
+/** A transaction as the API shows it (the payload of its events), from its row. */
+function presentTransaction(row: TransactionRow) {
+  return {
+    id: row.id,
+    type: row.type,
+    origin: { asset: row.origin_asset, amount: new BigNumber(row.origin_amount).toFixed(), rate: row.origin_rate, node: row.origin },
+    destination: { asset: row.destination_asset, amount: new BigNumber(row.destination_amount).toFixed(), rate: row.destination_rate, node: row.destination },
+    denomination: { ...row.denomination, amount: new BigNumber(row.denomination.amount).toFixed() },
+    fees: row.fees,
+    status: row.status,
+    quotedAt: row.quoted_at.toISOString(),
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+    ...(row.completed_at !== null ? { completedAt: row.completed_at.toISOString() } : {}),
+  }
+}
+
+interface LockedAccount {
+  id: string
+  asset: string
+  total: BigNumber
+  available: BigNumber
+  /** Null for a system account. */
+  owner_id: string | null
+  label: string | null
+  created_at: Date | null
+}
+
+/**
+ * Locks ledger accounts in id order (`for no key update`, as the ledger does) and reads, in the same statement, what
+ * a balance-changed event shows of a user's account.
+ */
+async function lockAccounts(client: pg.PoolClient, organizationId: string, ids: readonly string[]): Promise<Map<string, LockedAccount>> {
+  const { rows } = await client.query<{ id: string; asset: string; total: string; available: string; owner_id: string | null; label: string | null; created_at: Date | null }>(
+    `select l.id, l.asset, l.total, l.available, a.owner_id, a.label, a.created_at
+     from ledger_accounts l left join accounts a on a.organization_id = l.organization_id and a.id = l.id
+     where l.organization_id = $1 and l.id = any($2::uuid[]) order by l.id for no key update of l`,
+    [organizationId, [...new Set(ids)]],
+  )
+  return new Map(rows.map((row) => [row.id, { ...row, total: new BigNumber(row.total), available: new BigNumber(row.available) }]))
+}
+
+/** Writes the balances of locked accounts in one statement, as the ledger's `setBalances`. */
+async function setBalances(client: pg.PoolClient, organizationId: string, balances: readonly LockedAccount[], at: Date): Promise<void> {
+  const ordered = [...balances].sort((a, b) => (a.id < b.id ? -1 : 1))
+  const values = ordered.map((_, i) => `($${3 * i + 3}::uuid, $${3 * i + 4}::numeric, $${3 * i + 5}::numeric)`).join(', ')
+  await client.query(
+    `update ledger_accounts as a set total = v.total, available = v.available, updated_at = $1
+     from (values ${values}) as v(id, total, available) where a.organization_id = $2 and a.id = v.id`,
+    [at, organizationId, ...ordered.flatMap((b) => [b.id, b.total.toFixed(), b.available.toFixed()])],
+  )
+}
+
+function balanceChanged(organizationId: string, account: LockedAccount, at: Date): unknown[] {
+  const data = {
+    account: {
+      id: account.id,
+      ownerId: account.owner_id,
+      label: account.label,
+      asset: account.asset,
+      balance: { total: account.total.toFixed(), available: account.available.toFixed() },
+      createdAt: account.created_at!.toISOString(),
+      updatedAt: at.toISOString(),
+    },
+  }
+  return [uuidv7(), organizationId, 'core.account.balance-changed', 'account', account.id, account.owner_id, JSON.stringify(data), at]
+}
+
+/**
+ * Moves locked flows past a stretch of steps and merges what the steps learned into their data, in one statement
+ * (Tessera merges each flow's data in a statement of its own, then moves them all on in another).
+ */
+async function advanceFlows(client: pg.PoolClient, organizationId: string, patches: ReadonlyMap<string, Record<string, unknown>>, step: number, completed: boolean, at: Date): Promise<void> {
+  const entries = [...patches]
+  const values = entries.map((_, i) => `($${2 * i + 5}::uuid, $${2 * i + 6}::jsonb)`).join(', ')
+  await client.query(
+    `update flows as f set step = $1, status = $2, updated_at = $3, data = f.data || v.patch
+     from (values ${values}) as v(id, patch) where f.organization_id = $4 and f.id = v.id`,
+    [step, completed ? 'completed' : 'running', at, organizationId, ...entries.flatMap(([id, patch]) => [id, JSON.stringify(patch)])],
+  )
+}
+
+/**
+ * What Tessera's two requests of one withdrawal write, issued directly: the quote (after one read of the origin
+ * account with its balance and of the external account), then the commit's database transaction (take the quote,
+ * serialize on the destination and look for a duplicate, record the transaction, hold the origin's money under its
+ * account's lock, the events, the flow at its second step, its history and its job).
+ */
+async function rawRequests(client: pg.PoolClient, organizationId: string, template: Template, target: Withdrawer, amount: string): Promise<void> {
+  const { userId, eur } = target
+  const externalAccountId = target.externalAccounts.rawSql
+  const quotedAt = new Date()
+  const quoteId = uuidv7(quotedAt.getTime())
+  // POST /core/transactions/quote
+  const { rows: [ends] } = await client.query<{ asset: string; available: string; external_asset: string; network: string; status: string }>(
+    `select a.asset, l.available, e.asset as external_asset, e.network, e.status
+     from accounts a join ledger_accounts l on l.organization_id = a.organization_id and l.id = a.id,
+       external_accounts e
+     where a.organization_id = $1 and a.owner_id = $2 and a.id = $3 and a.archived_at is null
+       and e.organization_id = $1 and e.owner_id = $2 and e.id = $4 and e.deleted_at is null`,
+    [organizationId, userId, eur.id, externalAccountId],
+  )
+  if (!ends || new BigNumber(ends.available).isLessThan(amount)) throw new Error('raw SQL baseline: the origin or the destination is missing, or the origin ran out of money')
+  const origin = { type: 'account', id: eur.id, ownerId: userId }
+  const destination = { type: 'external-account', id: externalAccountId, ownerId: userId, network: ends.network }
+  const denomination = { asset: 'EUR', amount, rate: template.denominationRate, target: 'origin' }
+  await client.query(
+    insertRows(
+      'quotes',
+      ['organization_id', 'id', 'owner_id', 'kind', 'origin', 'destination', 'origin_account_id', 'destination_account_id', 'origin_asset', 'origin_amount', 'origin_rate',
+        'destination_asset', 'destination_amount', 'destination_rate', 'denomination', 'fees', 'requirements', 'created_at', 'expires_at', 'used_at'],
+      [[organizationId, quoteId, userId, 'withdrawal', JSON.stringify(origin), JSON.stringify(destination), eur.id, null, ends.asset, amount, '1', ends.external_asset, amount, '1',
+        JSON.stringify(denomination), '[]', '[]', quotedAt, new Date(quotedAt.getTime() + template.ttlMs), null]],
+    ),
+  )
+
+  // POST /core/transactions
+  await client.query('begin')
+  try {
+    const at = new Date()
+    const { rows: [quote] } = await client.query<Omit<TransactionRow, 'status' | 'type' | 'quoted_at' | 'updated_at' | 'completed_at'>>(
+      'update quotes set used_at = $1 where organization_id = $2 and owner_id = $3 and id = $4 and used_at is null and expires_at > $1 returning *',
+      [at, organizationId, userId, quoteId],
+    )
+    if (!quote) throw new Error('raw SQL baseline: the quote was not found')
+    // The duplicate-withdrawal rule: serialized per user and destination, then one lookup.
+    const counterparty = `external-account:${externalAccountId}`
+    await client.query('select pg_advisory_xact_lock(hashtextextended($1, 0))', [`transactions:counterparty:${organizationId}:${userId}:${counterparty}`])
+    const { rows: duplicates } = await client.query(
+      `select id from transactions where organization_id = $1 and owner_id = $2 and counterparty = $3 and created_at >= $4 and type = 'withdrawal' and status <> 'failed'
+         and denomination->>'asset' = $5 and (denomination->>'amount')::numeric = $6::numeric limit 1`,
+      [organizationId, userId, counterparty, new Date(at.getTime() - 2 * 60_000), 'EUR', amount],
+    )
+    if (duplicates.length > 0) throw new Error('raw SQL baseline: a duplicate withdrawal (the amounts must not repeat within 2 minutes)')
+    const row: TransactionRow = {
+      ...quote,
+      id: uuidv7(at.getTime()),
+      type: 'withdrawal',
+      status: 'processing',
+      quoted_at: quote.created_at,
+      created_at: at,
+      updated_at: at,
+      completed_at: null,
+    }
+    await client.query(
+      insertRows(
+        'transactions',
+        ['organization_id', 'id', 'owner_id', 'type', 'status', 'reason', 'origin', 'origin_asset', 'origin_amount', 'origin_rate', 'destination', 'destination_asset',
+          'destination_amount', 'destination_rate', 'denomination', 'fees', 'origin_account_id', 'destination_account_id', 'network', 'reference', 'counterparty', 'quote_id',
+          'quoted_at', 'created_at', 'updated_at', 'completed_at'],
+        [[organizationId, row.id, userId, 'withdrawal', 'processing', null, JSON.stringify(row.origin), row.origin_asset, row.origin_amount, row.origin_rate,
+          JSON.stringify(row.destination), row.destination_asset, row.destination_amount, row.destination_rate, JSON.stringify(row.denomination), JSON.stringify(row.fees),
+          row.origin_account_id, null, ends.network, null, counterparty, quote.id, row.quoted_at, at, at, null]],
+      ),
+    )
+    const holdId = uuidv7(at.getTime())
+    await client.query(
+      insertRows('ledger_holds', ['organization_id', 'id', 'account_id', 'asset', 'amount', 'status', 'reference', 'request_hash', 'created_at', 'updated_at'], [
+        [organizationId, holdId, row.origin_account_id, row.origin_asset, row.origin_amount, 'open', `${row.id}:hold`, 'raw-sql', at, at],
+      ]),
+    )
+    const account = (await lockAccounts(client, organizationId, [row.origin_account_id])).get(row.origin_account_id)!
+    account.available = account.available.minus(row.origin_amount)
+    if (account.available.isNegative()) throw new Error('raw SQL baseline: the origin ran out of money')
+    await setBalances(client, organizationId, [account], at)
+    await client.query(
+      insertRows('outbox_events', EVENT_COLUMNS, [
+        balanceChanged(organizationId, account, at),
+        [uuidv7(), organizationId, 'core.transaction.created', 'transaction', row.id, userId, JSON.stringify({ transaction: presentTransaction(row) }), at],
+      ]),
+    )
+    const data = { originAccountId: row.origin_account_id, originAmount: row.origin_amount, originAsset: row.origin_asset, destinationAsset: row.destination_asset, network: ends.network, holdId }
+    await client.query(
+      insertRows('flows', ['organization_id', 'id', 'type', 'status', 'step', 'data', 'error', 'created_at', 'updated_at'], [
+        [organizationId, row.id, 'withdrawal', 'running', 1, JSON.stringify(data), null, at, at],
+      ]),
+    )
+    await client.query(insertRows('flow_steps', FLOW_STEP_COLUMNS, [[organizationId, row.id, 'reserve', 'run', 0, null, at]]))
+    await client.query(
+      insertRows(
+        'jobs',
+        ['id', 'organization_id', 'type', 'payload', 'status', 'attempts', 'max_attempts', 'run_at', 'locked_until', 'locked_by', 'last_error', 'created_at', 'updated_at', 'finished_at'],
+        [[uuidv7(at.getTime()), organizationId, RAW_JOB_TYPE, JSON.stringify({ organizationId, flowId: row.id }), 'pending', 0, 10, at, null, null, null, at, at, null]],
+      ),
+    )
+    await client.query('commit')
+  } catch (error) {
+    await client.query('rollback').catch(() => {})
+    throw error
+  }
+}
+
+/** The sandbox rail's trace of a completed SEPA order, derived from its key as the simulator derives it. */
+function networkReference(key: string): string {
+  return `SBX${createHash('sha256').update(key).digest('hex').slice(0, 12).toUpperCase()}`
+}
+
+/** The worker's claim statement: up to `limit` due baseline jobs, leased to `workerId`. */
+async function rawClaim(client: pg.PoolClient, workerId: string, limit: number): Promise<RawJob[]> {
+  const { rows } = await client.query<RawJob>(
+    `update jobs set status = 'running', attempts = attempts + 1, locked_by = $1, locked_until = now() + make_interval(secs => 60), updated_at = now()
+     where id in (
+       select id from jobs where type = $2 and ((status = 'pending' and run_at <= now()) or (status = 'running' and locked_until <= now()))
+       order by run_at, id limit $3 for update skip locked)
+     returning id, payload`,
+    [workerId, RAW_JOB_TYPE, limit],
+  )
+  return rows
+}
+
+interface RawJob {
+  id: string
+  payload: { flowId: string }
+}
+
+/**
+ * What Tessera's worker writes for a batch of withdrawal flows it claimed, issued directly: `submit`: one read of
+ * the transactions with their external accounts, the rail's order rows (`insert … on conflict`, as the simulator
+ * records them), then one database transaction that locks the flows, records the order ids and moves them on;
+ * `confirm` and `settle`: one read of the orders' outcomes, then one database transaction that locks the flows,
+ * the transactions still processing, captures the holds to the rail's clearing account (ledger transactions,
+ * entries, balances under the accounts' locks in id order), completes the transactions with their events and the
+ * flows with their history; then the jobs' completion.
+ */
+async function rawRun(client: pg.PoolClient, organizationId: string, clearingId: string, workerId: string, jobs: readonly RawJob[]): Promise<void> {
+  const flowIds = jobs.map((job) => job.payload.flowId)
+  const transaction = async (work: () => Promise<void>) => {
+    await client.query('begin')
+    try {
+      await work()
+      await client.query('commit')
+    } catch (error) {
+      await client.query('rollback').catch(() => {})
+      throw error
+    }
+  }
+  const lockFlows = async (step: number) =>
+    (await client.query<{ id: string; data: { holdId: string } }>(
+      "select * from flows where organization_id = $1 and id = any($2::uuid[]) and status = 'running' and step = $3 order by id for update",
+      [organizationId, flowIds, step],
+    )).rows
+
+  // submit: the orders, outside any database transaction, then the step's record.
+  const { rows: live } = await client.query<{ id: string; destination_asset: string; destination_amount: string; network: string; details: { iban: string; bic: string } }>(
+    `select t.id, t.destination_asset, t.destination_amount, e.network, e.details
+     from transactions t join external_accounts e on e.organization_id = t.organization_id and e.id = (t.destination->>'id')::uuid
+     where t.organization_id = $1 and t.id = any($2::uuid[]) and t.status = 'processing' order by t.id`,
+    [organizationId, flowIds],
+  )
+  const received = new Date()
+  const { rows: receipts } = await client.query<{ reference: string; order_id: string; status: string }>(
+    insertRows(
+      'sandbox_rail_orders',
+      RAIL_ORDER_COLUMNS,
+      live.map((row) => {
+        const key = `${row.id}:submit`
+        const counterparty = { kind: 'bank', network: row.network, iban: row.details.iban, bic: row.details.bic }
+        return [key, uuidv7(received.getTime()), organizationId, 'payout', 'bank', row.network, row.destination_asset, row.destination_amount, JSON.stringify(counterparty), row.id,
+          'completed', null, networkReference(key), 1, received, received]
+      }),
+      ' on conflict (key) do update set received = sandbox_rail_orders.received + excluded.received returning *',
+    ),
+  )
+  const orderOf = new Map(receipts.map((receipt) => [receipt.reference, receipt.order_id]))
+  await transaction(async () => {
+    const at = new Date()
+    const flows = await lockFlows(1)
+    await advanceFlows(client, organizationId, new Map(flows.map((flow) => [flow.id, { orderId: orderOf.get(flow.id) }])), 2, false, at)
+    await client.query(insertRows('flow_steps', FLOW_STEP_COLUMNS, flows.map((flow) => [organizationId, flow.id, 'submit', 'run', 1, null, at])))
+  })
+
+  // confirm: the outcomes, outside any database transaction; then confirm and settle in one database transaction.
+  const { rows: outcomes } = await client.query<{ reference: string; status: string; network_reference: string; settles_at: Date }>(
+    'select * from sandbox_rail_orders where order_id = any($1::uuid[])',
+    [[...orderOf.values()]],
+  )
+  const now = new Date()
+  if (outcomes.some((outcome) => outcome.status !== 'completed' || outcome.settles_at > now)) throw new Error('raw SQL baseline: an order did not complete at once')
+  const traceOf = new Map(outcomes.map((outcome) => [outcome.reference, outcome.network_reference]))
+  await transaction(async () => {
+    const at = new Date()
+    const flows = await lockFlows(2)
+    const { rows } = await client.query<TransactionRow>(
+      "select * from transactions where organization_id = $1 and id = any($2::uuid[]) and status = 'processing' order by id for update",
+      [organizationId, flows.map((flow) => flow.id)],
+    )
+    const holds = new Map(flows.map((flow) => [flow.id, flow.data.holdId]))
+    const captured: unknown[][] = []
+    const postings: unknown[][] = []
+    for (const row of rows) {
+      const captureId = uuidv7(at.getTime())
+      captured.push([holds.get(row.id), captureId])
+      postings.push([organizationId, captureId, 'withdrawal', `${row.id}:capture`, 'raw-sql', holds.get(row.id), JSON.stringify({ transactionId: row.id }), at])
+    }
+    // The holds first, then the references, then the accounts, as the ledger's `captureAndPost`.
+    const holdValues = captured.map((_, i) => `($${2 * i + 3}::uuid, $${2 * i + 4}::uuid)`).join(', ')
+    await client.query(
+      `update ledger_holds as h set status = 'captured', updated_at = $1, transaction_id = v.transaction_id
+       from (values ${holdValues}) as v(id, transaction_id) where h.organization_id = $2 and h.id = v.id and h.status = 'open'`,
+      [at, organizationId, ...captured.flat()],
+    )
+    await client.query(insertRows('ledger_transactions', ['organization_id', 'id', 'type', 'reference', 'request_hash', 'hold_id', 'data', 'created_at'], postings))
+    const accounts = await lockAccounts(client, organizationId, [clearingId, ...rows.map((row) => row.origin_account_id)])
+    const entries: unknown[][] = []
+    rows.forEach((row, i) => {
+      const amount = new BigNumber(row.origin_amount)
+      const clearing = accounts.get(clearingId)!
+      clearing.total = clearing.total.plus(amount)
+      clearing.available = clearing.available.plus(amount)
+      // The held money left `available` when it was held: capturing the whole hold moves only the total.
+      const origin = accounts.get(row.origin_account_id)!
+      origin.total = origin.total.minus(amount)
+      const captureId = postings[i]![1]
+      entries.push(
+        [organizationId, uuidv7(at.getTime()), captureId, clearingId, clearing.asset, amount.toFixed(), at],
+        [organizationId, uuidv7(at.getTime()), captureId, row.origin_account_id, origin.asset, amount.negated().toFixed(), at],
+      )
+    })
+    await setBalances(client, organizationId, [...accounts.values()], at)
+    await client.query(insertRows('ledger_entries', ['organization_id', 'id', 'transaction_id', 'account_id', 'asset', 'amount', 'created_at'], entries))
+    // One balance-changed event per user account, with its final balance, as the ledger's one write for the batch.
+    const events = [...new Set(rows.map((row) => row.origin_account_id))].map((id) => balanceChanged(organizationId, accounts.get(id)!, at))
+    const { rows: completed } = await client.query<TransactionRow>(
+      "update transactions set status = 'completed', reason = null, updated_at = $1, completed_at = $1 where organization_id = $2 and id = any($3::uuid[]) and status = 'processing' returning *",
+      [at, organizationId, rows.map((row) => row.id)],
+    )
+    for (const row of completed) {
+      events.push([uuidv7(), organizationId, 'core.transaction.status-changed', 'transaction', row.id, row.owner_id, JSON.stringify({ transaction: presentTransaction(row) }), at])
+    }
+    await client.query(insertRows('outbox_events', EVENT_COLUMNS, events))
+    await advanceFlows(client, organizationId, new Map(flows.map((flow) => [flow.id, { networkReference: traceOf.get(flow.id) }])), 4, true, at)
+    await client.query(
+      insertRows('flow_steps', FLOW_STEP_COLUMNS, flows.flatMap((flow) => [[organizationId, flow.id, 'confirm', 'run', 2, null, at], [organizationId, flow.id, 'settle', 'run', 3, null, at]])),
+    )
+  })
+  const finished = new Date()
+  await client.query(
+    "update jobs set status = 'completed', locked_by = null, locked_until = null, last_error = null, updated_at = $1, finished_at = $1 where id = any($2::uuid[]) and locked_by = $3 and status = 'running'",
+    [finished, jobs.map((job) => job.id), workerId],
+  )
+}
+
+/**
+ * `count` withdrawals for the withdrawers (round robin) through `pg`: `settings.clients` connections issue the
+ * requests' work (a withdrawal at a time, like the API clients), and a worker loop like Tessera's (src/jobs/worker.ts)
+ * the worker's, with up to `settings.concurrency` runs in flight, each on a connection of its own. Its runs take the
+ * batches Tessera's worker formed in the same scenario (`batches`, in turn): a run starts once as many jobs are due
+ * as its batch holds (or every request is done), so that the baseline makes as many database transactions per
+ * withdrawal as Tessera did. Left to itself, its batches would follow its own pace: larger than Tessera's where its
+ * runs queue behind each other (many users), single withdrawals where the requests trickle in (one hot account).
+ */
+async function rawSql(pool: pg.Pool, organizationId: string, clearingId: string, template: Template, targets: readonly Withdrawer[], count: number, batches: readonly number[]): Promise<Measured> {
+  let next = 0
+  let done = 0
+  let failed: unknown = null
+  // Withdrawals committed, and claimed by the worker: the difference is what is due.
+  let committed = 0
+  let claimedTotal = 0
+  // A commit wakes the worker loop; one that comes while the loop is awake keeps it from sleeping next time.
+  let wake: (() => void) | null = null
+  let poked = false
+  const poke = () => {
+    if (wake) wake()
+    else poked = true
+  }
+  const started = performance.now()
+  const requests = Array.from({ length: settings.clients }, async () => {
+    const client = await pool.connect()
+    try {
+      for (let n = next++; n < count && failed === null; n = next++) {
+        const target = targets[n % targets.length]!
+        await rawRequests(client, organizationId, template, target, nextAmount(target))
+        committed++
+        poke()
+      }
+    } catch (error) {
+      failed ??= error
+      poke()
+    } finally {
+      client.release()
+    }
+  })
+  const worker = (async () => {
+    const workerId = 'raw-sql-worker'
+    const claimer = await pool.connect()
+    const idle = await Promise.all(Array.from({ length: settings.concurrency }, () => pool.connect()))
+    const running = new Set<Promise<void>>()
+    let batch = 0
+    try {
+      while (done < count && failed === null) {
+        let claimed = 0
+        const wanted = Math.min(batches[batch % batches.length]!, count - claimedTotal)
+        if (idle.length > 0 && wanted > 0 && committed - claimedTotal >= wanted) {
+          const jobs = await rawClaim(claimer, workerId, wanted)
+          claimed = jobs.length
+          claimedTotal += claimed
+          batch++
+          if (claimed > 0) {
+            const client = idle.pop()!
+            const run = rawRun(client, organizationId, clearingId, workerId, jobs).then(
+              () => {
+                done += jobs.length
+              },
+              (error: unknown) => {
+                failed ??= error
+              },
+            ).finally(() => {
+              running.delete(run)
+              idle.push(client)
+              if (done >= count || failed !== null) poke()
+            })
+            running.add(run)
+          }
+        }
+        if (done >= count || failed !== null) break
+        const full = idle.length === 0
+        if (claimed > 0 && !full) continue
+        if (poked && !full) {
+          poked = false
+          continue
+        }
+        poked = false
+        await new Promise<void>((resolve) => {
+          const resume = () => {
+            clearTimeout(timer)
+            wake = null
+            resolve()
+          }
+          const timer = setTimeout(resume, settings.pollIntervalMs)
+          if (full) void Promise.race(running).then(resume, resume)
+          wake = resume
+        })
+      }
+      await Promise.allSettled(running)
+    } finally {
+      claimer.release()
+      for (const client of idle) client.release()
+    }
+  })()
+  await Promise.all([...requests, worker])
+  if (failed !== null) throw failed
+  const seconds = (performance.now() - started) / 1000
+  return { withdrawals: count, seconds, perSecond: count / seconds }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+async function main(): Promise<number> {
+  const startedAt = new Date()
+  if (!isValidIBAN(IBANS.api) || !isValidIBAN(IBANS.rawSql)) throw new Error(`not valid IBANs: ${IBANS.api}, ${IBANS.rawSql}`)
+  log(`node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? 'unknown'})`)
+  if (settings.withdrawals !== requested.withdrawals) log(`${requested.withdrawals} withdrawals rounded up to ${settings.withdrawals}, a multiple of the ${settings.clients} API clients`)
+  const warnIfBusy = (load: number, when: string) => {
+    if (load > 0.1) log(`WARNING: ${(load * 100).toFixed(0)}% of the CPUs were busy ${when}; other processes will skew the figures`)
+  }
+  const backgroundLoad = await backgroundCpuLoad()
+  warnIfBusy(backgroundLoad, 'before the run started')
+  const url = await scratchDatabase(settings.databaseUrl ?? (await startCluster()), 'bench_withdrawals')
+  const postgresVersion = await databaseVersion(url)
+
+  const credentials = newClientCredentials()
+  const profileDir = settings.cpuProfile ? path.join(RESULTS_DIR, `withdrawals-profile-${startedAt.toISOString().replace(/[:.]/g, '-')}`) : null
+  const tessera = await startTessera(url, credentials, {
+    // The sandbox rail settles at once: the benchmark measures Tessera, not the rail's simulated delay.
+    env: { WORKER_CONCURRENCY: String(settings.concurrency), SANDBOX_RAIL_SETTLE_MS: '0' },
+    profileDir,
+  })
+  const token = await accessToken(tessera.baseUrl, credentials)
+  const pool = new pg.Pool({ connectionString: url, max: 2 })
+  onCleanup('status pool', () => pool.end())
+  // The baseline's connections, opened once: connections that close while a phase runs would blur its CPU figures.
+  const rawPool = new pg.Pool({ connectionString: url, max: settings.clients + settings.concurrency + 1, idleTimeoutMillis: 0 })
+  onCleanup('baseline pool', () => rawPool.end())
+  // `end()` resolves before every connection has closed: the database's drop at cleanup may still terminate one,
+  // whose error reaches its pool as an idle client's. Anything else is worth a line.
+  for (const idlePool of [pool, rawPool]) {
+    idlePool.on('error', (error) => {
+      if (!isCleaning()) log(`an idle database connection failed: ${error.message}`)
+    })
+  }
+  const opened = await Promise.all(Array.from({ length: settings.clients + settings.concurrency + 1 }, () => rawPool.connect()))
+  for (const client of opened) client.release()
+  const meter = cpuMeter(tessera.child.process.pid!, (await pool.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid)
+
+  // Enough for the hot account to pay for every withdrawal of the run (both scenarios, both paths, its share of the
+  // warm-up) at the amounts of its sequence, and a tenth more.
+  const hotCount = Math.ceil(settings.warmup / settings.users) + 2 * Math.ceil(settings.withdrawals / settings.users) + 2 * settings.withdrawals
+  const funding = new BigNumber(hotCount).times(FIRST_AMOUNT_CENTS).plus((hotCount * (hotCount - 1)) / 2).div(100).times(1.1).integerValue(BigNumber.ROUND_UP).toFixed()
+  log(`${settings.users} verified users, each with an EUR account funded with ${funding} EUR and two SEPA bank accounts`)
+  const setupStarted = performance.now()
+  const withdrawers = await mapLimit(Array.from({ length: settings.users }, (_, i) => i), 8, (i) => withdrawer(tessera.baseUrl, token, i, funding))
+  await untilNoneProcessing(pool)
+  log(`fixture ready in ${((performance.now() - setupStarted) / 1000).toFixed(1)} s`)
+
+  // Warm-up (not timed): JIT, connection pools, caches; it also opens the rail's clearing account.
+  log(`warm-up: ${settings.warmup} withdrawals through the API`)
+  await throughApi(tessera.baseUrl, pool, withdrawers, settings.warmup)
+  const organizationId = (await pool.query<{ organization_id: string }>('select organization_id from accounts where id = $1', [withdrawers[0]!.eur.id])).rows[0]!.organization_id
+  const clearingId = (await pool.query<{ id: string }>("select id from ledger_accounts where organization_id = $1 and system_code = 'clearing:sepa' and asset = 'EUR'", [organizationId])).rows[0]!.id
+  const sample = (await pool.query<{ denomination: { rate: string }; created_at: Date; expires_at: Date }>(
+    "select denomination, created_at, expires_at from quotes where kind = 'withdrawal' order by id desc limit 1",
+  )).rows[0]!
+  const template: Template = { denominationRate: sample.denomination.rate, ttlMs: sample.expires_at.getTime() - sample.created_at.getTime() }
+
+  log(`${settings.withdrawals} withdrawals per scenario, ${settings.clients} API clients, ${settings.concurrency} worker runs at a time and baseline connections`)
+  const perWithdrawal = (added: RowCounts) => Object.fromEntries(WITHDRAWAL_TABLES.map((table) => [table, added[table] / settings.withdrawals]))
+  const rows: {
+    scenario: string
+    withdrawals: number
+    seconds: number
+    withdrawalsPerSecond: number
+    rawSqlSeconds: number
+    rawSqlPerSecond: number
+    ratio: number
+    latencyMs: { p50: number; p99: number }
+    /** Share of the CPUs other processes kept busy in the second before the scenario. */
+    backgroundCpuLoad: number
+    /** CPU time spent during each path (ms), by whom; `others` is other processes' (null: the database is elsewhere). */
+    cpuMs: { rawSql: CpuSpent; tessera: CpuSpent }
+    rowsPerWithdrawal: Record<string, number>
+    rows: { tessera: RowCounts & { balanceEvents: number }; rawSql: RowCounts & { balanceEvents: number } }
+    /** Database transactions of the worker's steps per withdrawal: two per batch of flows run together. */
+    workerTransactionsPerWithdrawal: { tessera: number; rawSql: number }
+    /** The flows of each batch Tessera's worker ran, in order: the baseline's runs took the same. */
+    batches: number[]
+  }[] = []
+  const comparisons: string[] = []
+  for (const [scenario, targets] of [['many users', withdrawers], ['one hot account', [withdrawers[0]!]]] as const) {
+    const scenarioLoad = await backgroundCpuLoad()
+    warnIfBusy(scenarioLoad, `before the "${scenario}" scenario`)
+    // Tessera first: the baseline's worker then takes the batches Tessera's worker formed.
+    log(`${scenario}: through the API and the worker`)
+    const api = await counting(pool, meter, () => throughApi(tessera.baseUrl, pool, targets, settings.withdrawals))
+    log(`${scenario}: raw SQL baseline, in Tessera's ${api.batches.length} batches (${(settings.withdrawals / api.batches.length).toFixed(1)} withdrawals each on average)`)
+    const raw = await counting(pool, meter, () => rawSql(rawPool, organizationId, clearingId, template, targets, settings.withdrawals, api.batches))
+    warnIfBusy((raw.cpu.others ?? 0) / raw.cpu.available, `during the "${scenario}" raw SQL baseline`)
+    warnIfBusy((api.cpu.others ?? 0) / api.cpu.available, `during the "${scenario}" API run`)
+    comparisons.push(
+      `rows added, ${scenario} (${settings.withdrawals} withdrawals):`,
+      `  ${'table'.padEnd(22)}${'raw SQL'.padStart(9)}${'Tessera'.padStart(9)}${'each'.padStart(7)}`,
+      ...WITHDRAWAL_TABLES.map((table) =>
+        `  ${table.padEnd(22)}${String(raw.added[table]).padStart(9)}${String(api.added[table]).padStart(9)}${(api.added[table] / settings.withdrawals).toFixed(2).padStart(7)}${raw.added[table] === api.added[table] ? '' : '  DIFFERENT'}`),
+      `  ${'(balance events)'.padEnd(22)}${String(raw.balanceEvents).padStart(9)}${String(api.balanceEvents).padStart(9)}${(api.balanceEvents / settings.withdrawals).toFixed(2).padStart(7)}  not compared: one per account and ledger write`,
+      '',
+    )
+    // The baseline must do the same work: the same rows in every table (it is the ratio's whole premise).
+    const differing = WITHDRAWAL_TABLES.filter((table) => raw.added[table] !== api.added[table])
+    if (differing.length > 0) {
+      process.stdout.write(`\n${comparisons.join('\n')}`)
+      throw new Error(`${scenario}: the baseline wrote other rows than Tessera: ${differing.map((table) => `${table} ${raw.added[table]} against ${api.added[table]}`).join(', ')}`)
+    }
+    rows.push({
+      scenario,
+      withdrawals: api.outcome.withdrawals,
+      seconds: api.outcome.seconds,
+      withdrawalsPerSecond: api.outcome.perSecond,
+      rawSqlSeconds: raw.outcome.seconds,
+      rawSqlPerSecond: raw.outcome.perSecond,
+      ratio: api.outcome.perSecond / raw.outcome.perSecond,
+      latencyMs: api.outcome.latencyMs,
+      backgroundCpuLoad: scenarioLoad,
+      cpuMs: { rawSql: raw.cpu, tessera: api.cpu },
+      rowsPerWithdrawal: perWithdrawal(api.added),
+      rows: { tessera: { ...api.added, balanceEvents: api.balanceEvents }, rawSql: { ...raw.added, balanceEvents: raw.balanceEvents } },
+      workerTransactionsPerWithdrawal: { tessera: api.workerTransactions / settings.withdrawals, rawSql: raw.workerTransactions / settings.withdrawals },
+      batches: api.batches,
+    })
+  }
+  await stopChild(tessera.child)
+
+  const check = await runCommand(process.execPath, ['src/main.ts', 'ledger', 'check'], { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'warn' })
+  if (check.code !== 0) throw new Error(`tessera ledger check failed after the run (exit ${check.code}):\n${check.stderr}${check.stdout}`)
+
+  const met = (ratio: number) => (ratio >= TARGET_RATIO ? 'met' : 'not met')
+  const percent = (load: number) => `${(load * 100).toFixed(0)}%`
+  const othersShare = (cpu: CpuSpent) => (cpu.others === null ? 'n/a' : percent(cpu.others / cpu.available))
+  const perWithdrawalMs = (ms: number | null) => (ms === null ? '  n/a' : (ms / settings.withdrawals).toFixed(2).padStart(5))
+  const lines = [
+    '',
+    `Withdrawals — ${startedAt.toISOString()} — node ${process.version}, PostgreSQL ${postgresVersion}, ${os.cpus().length} CPUs`,
+    `${settings.withdrawals} SEPA withdrawals per scenario, ${settings.users} users, ${settings.clients} API clients, ${settings.concurrency} worker runs at a time, rail settles at once`,
+    `other processes' CPU before the run: ${percent(backgroundLoad)}; before each scenario: ${rows.map((row) => percent(row.backgroundCpuLoad)).join(', ')}`,
+    `other processes' CPU during the measured phases (raw SQL / API): ${rows.map((row) => `${row.scenario} ${othersShare(row.cpuMs.rawSql)} / ${othersShare(row.cpuMs.tessera)}`).join(', ')}`,
+    '',
+    `${'scenario'.padEnd(18)}${'withdrawals'.padStart(12)}${'seconds'.padStart(9)}${'per s'.padStart(8)}${'raw SQL/s'.padStart(11)}${'ratio'.padStart(8)}  target ${TARGET_RATIO.toFixed(2)}`,
+    ...rows.map((row) =>
+      `${row.scenario.padEnd(18)}${String(row.withdrawals).padStart(12)}${row.seconds.toFixed(1).padStart(9)}${row.withdrawalsPerSecond.toFixed(0).padStart(8)}${row.rawSqlPerSecond.toFixed(0).padStart(11)}${row.ratio.toFixed(3).padStart(8)}  ${met(row.ratio)}`),
+    '',
+    ...comparisons,
+    'CPU per withdrawal, ms (runner: the load generator, or the baseline\'s pg client):',
+    `  ${''.padEnd(26)}${'runner'.padStart(8)}${'Tessera'.padStart(9)}${'PostgreSQL'.padStart(12)}`,
+    ...rows.flatMap((row) => [
+      `  ${`${row.scenario}, raw SQL`.padEnd(26)}${perWithdrawalMs(row.cpuMs.rawSql.runner).padStart(8)}${'-'.padStart(9)}${perWithdrawalMs(row.cpuMs.rawSql.postgres).padStart(12)}`,
+      `  ${`${row.scenario}, API`.padEnd(26)}${perWithdrawalMs(row.cpuMs.tessera.runner).padStart(8)}${perWithdrawalMs(row.cpuMs.tessera.tessera).padStart(9)}${perWithdrawalMs(row.cpuMs.tessera.postgres).padStart(12)}`,
+    ]),
+    '',
+    'database transactions of the worker\'s steps per withdrawal (shared by the flows of a batch; the requests add two: the quote, the commit):',
+    ...rows.map((row) => `  ${row.scenario}: Tessera ${row.workerTransactionsPerWithdrawal.tessera.toFixed(3)}, raw SQL ${row.workerTransactionsPerWithdrawal.rawSql.toFixed(3)}`),
+    '',
+    'tessera ledger check: every invariant holds',
+    '',
+  ]
+  process.stdout.write(lines.join('\n'))
+  fs.mkdirSync(RESULTS_DIR, { recursive: true })
+  const file = path.join(RESULTS_DIR, `withdrawals-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`)
+  const report = {
+    startedAt: startedAt.toISOString(),
+    environment: { node: process.version, cpus: os.cpus().length, postgres: postgresVersion, backgroundCpuLoad: backgroundLoad },
+    settings: { ...settings, databaseUrl: settings.databaseUrl ? '(given)' : null, sandboxRailSettleMs: 0, ibans: IBANS, firstAmountCents: FIRST_AMOUNT_CENTS },
+    targetRatio: TARGET_RATIO,
+    rows,
+  }
+  fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`)
+  process.stdout.write(`Results: ${path.relative(ROOT, file)}\n`)
+  if (profileDir) process.stdout.write(`CPU profile of Tessera: ${path.relative(ROOT, profileDir)}/\n`)
+  const missed = rows.filter((row) => row.ratio < TARGET_RATIO)
+  if (settings.enforceTarget && missed.length > 0) {
+    process.stderr.write(`\n${missed.map((row) => `${row.scenario} ${row.ratio.toFixed(3)}`).join(', ')}: below the target of ${TARGET_RATIO} (BENCH_ENFORCE_TARGET=1)\n`)
+    return 1
+  }
+  return 0
+}
+
+await runMain(main)
