@@ -50,6 +50,15 @@ export interface ExternalAccountsSettings {
   maxDistinctCards: number
 }
 
+/** What a movement checks of an external account before it is used. */
+export interface MovementAccount {
+  type: ExternalAccountType
+  /** Cards: whether the issuer takes push payments. */
+  octSupport?: string
+  /** Cards: whether the expiry month has passed. */
+  expired?: boolean
+}
+
 /** Which capability allows each feature of each type of external account (docs/external-accounts.md). */
 const FEATURE_CAPABILITIES: Record<ExternalAccountType, (network: string) => Record<Feature, string>> = {
   bank: () => ({ deposit: 'bank-deposits', withdraw: 'bank-withdrawals' }),
@@ -237,24 +246,33 @@ export class ExternalAccountsService {
     principal: Principal,
     externalAccountId: string,
     feature: Feature,
-  ): Promise<{ id: string; ownerId: string; type: ExternalAccountType; asset: string; network: string; networks: string[]; available: boolean; octSupport?: string; expired?: boolean }> {
+    /**
+     * Checks the account before its features are worked out (its type, a card's push support and expiry) and
+     * resolves with the capabilities enabled for the user, as the caller's own capability check found them: the
+     * user's capabilities are then read once for the whole quote.
+     */
+    admit: (account: MovementAccount) => Promise<ReadonlySet<string>>,
+  ): Promise<MovementAccount & { id: string; ownerId: string; asset: string; network: string; networks: string[]; available: boolean }> {
     const row = await this.findLive(principal, externalAccountId)
-    const account = this.present(row, await this.capabilities.enabledFor(principal))
-    const secondary = (account.details as { secondaryNetworks?: Partial<Record<Feature, string[]>> }).secondaryNetworks?.[feature] ?? []
-    return {
-      id: row.id,
-      ownerId: row.owner_id,
+    const facts: MovementAccount = {
       type: row.type,
-      asset: row.asset,
-      network: row.network,
-      networks: [row.network, ...secondary],
-      available: account.status === 'ok' && account.features.includes(feature),
       ...(row.type === 'card'
         ? {
           octSupport: (row.details as { octSupport?: string }).octSupport ?? 'unknown',
           expired: isCardExpired((row.details as { expiryDate: { month: number; year: number } }).expiryDate, new Date()),
         }
         : {}),
+    }
+    const account = this.present(row, await admit(facts))
+    const secondary = (account.details as { secondaryNetworks?: Partial<Record<Feature, string[]>> }).secondaryNetworks?.[feature] ?? []
+    return {
+      ...facts,
+      id: row.id,
+      ownerId: row.owner_id,
+      asset: row.asset,
+      network: row.network,
+      networks: [row.network, ...secondary],
+      available: account.status === 'ok' && account.features.includes(feature),
     }
   }
 

@@ -19,25 +19,32 @@ export type QuoteKind = 'trade' | 'transfer' | 'withdrawal' | 'deposit'
 
 type Feature = 'deposit' | 'withdraw'
 
+/** What a movement checks of an external account before its features are worked out. */
+interface MovementAccount {
+  type: 'bank' | 'card' | 'crypto' | 'apm'
+  octSupport?: string
+  /** Cards: whether the expiry month has passed. */
+  expired?: boolean
+}
+
 /** The acting user's external account as a movement would use it (the external accounts module answers). */
-export interface QuoteExternalAccount {
+export interface QuoteExternalAccount extends MovementAccount {
   id: string
   ownerId: string
-  type: 'bank' | 'card' | 'crypto' | 'apm'
   asset: string
   network: string
   /** The networks that reach it for the feature: its own first. */
   networks: string[]
   /** Whether the feature is available to the user now. */
   available: boolean
-  octSupport?: string
-  /** Cards: whether the expiry month has passed. */
-  expired?: boolean
 }
 
 export interface QuoteExternalAccounts {
-  /** 404 `entity_not_found` (entity `external-account`) when the user has no such live external account. */
-  forMovement(principal: Principal, externalAccountId: string, feature: Feature): Promise<QuoteExternalAccount>
+  /**
+   * 404 `entity_not_found` (entity `external-account`) when the user has no such live external account; else
+   * `admit` checks it and answers the capabilities enabled for the user, from which its features are worked out.
+   */
+  forMovement(principal: Principal, externalAccountId: string, feature: Feature, admit: (account: MovementAccount) => Promise<ReadonlySet<string>>): Promise<QuoteExternalAccount>
 }
 
 export interface QuoteNetworks {
@@ -56,6 +63,8 @@ interface End {
   /** The kind of outside party at this end (withdrawal fees depend on it). */
   external?: 'bank' | 'card' | 'crypto'
   network?: string
+  /** The capabilities enabled for the user, as the end's capability check read them. */
+  enabled?: ReadonlySet<string>
 }
 
 /** The acting user's open accounts among the ids, as the accounts module shows them; others are left out. */
@@ -181,7 +190,7 @@ export class QuotesService {
     }
 
     // Exchanging one asset for another is a trade, whatever the ends.
-    const enabled = kind === 'trade' || exchange ? await this.capabilities.require(principal, 'trades') : undefined
+    const enabled = kind === 'trade' || exchange ? await this.capabilities.require(principal, 'trades') : (origin.enabled ?? destination.enabled)
     await this.checkFeatures(principal, kind, origin.asset, destination.asset, enabled)
 
     const usd = await this.usdQuotes([origin.asset, destination.asset, denomination.asset, ...(destination.network ? this.networkFeeAssets(destination.network) : [])])
@@ -286,8 +295,8 @@ export class QuotesService {
         return { kind: from.asset === to.asset ? 'transfer' : 'trade', origin: from, destination: to }
       }
       if (destination.type === 'crypto-address') {
-        await this.capabilities.require(principal, 'crypto-withdrawals')
-        return { kind: 'withdrawal', origin: from, destination: this.cryptoAddressEnd(destination) }
+        const enabled = await this.capabilities.require(principal, 'crypto-withdrawals')
+        return { kind: 'withdrawal', origin: from, destination: { ...this.cryptoAddressEnd(destination), enabled } }
       }
       return { kind: 'withdrawal', origin: from, destination: await this.externalEnd(principal, 'destination', destination, 'withdraw') }
     }
@@ -304,25 +313,28 @@ export class QuotesService {
   }
 
   private async externalEnd(principal: Principal, end: 'origin' | 'destination', node: { id: string; network?: string }, feature: Feature): Promise<End> {
+    let enabled: ReadonlySet<string> | undefined
+    const admit = async (account: MovementAccount): Promise<ReadonlySet<string>> => {
+      if (account.type === 'apm') throw operationNotAllowed(`External accounts of type 'apm' are not supported yet`, ['node-type-not-supported'])
+      // Crypto arrives by itself at the account's deposit address: nothing can be pulled from an address.
+      if (feature === 'deposit' && account.type === 'crypto') throw new DomainError('transaction_node_invalid', 'Crypto deposits are sent to the account\'s deposit address; an address cannot be pulled from')
+      if (account.type === 'card') {
+        // Card deposits are authorized with 3-D Secure (a flow of their own); a withdrawal needs the issuer to take push payments.
+        if (feature === 'deposit') throw operationNotAllowed('Deposits from cards are not supported yet', ['node-type-not-supported'])
+        if (account.octSupport !== 'supported') throw operationNotAllowed('The card does not take withdrawals', ['card-withdrawals-unsupported'])
+        if (account.expired) throw new DomainError('transaction_node_invalid', `The ${end} card has expired`)
+      }
+      enabled = await this.capabilities.require(principal, feature === 'withdraw' ? `${account.type}-withdrawals` : 'bank-deposits')
+      return enabled
+    }
     let external: QuoteExternalAccount
     try {
-      external = await this.externalAccounts.forMovement(principal, node.id, feature)
+      external = await this.externalAccounts.forMovement(principal, node.id, feature, admit)
     } catch (error) {
-      if (error instanceof DomainError && error.code === 'entity_not_found') throw notFound('external-account', { context: 'body', property: end })
+      if (error instanceof DomainError && error.code === 'entity_not_found' && (error.details as { entity?: string } | undefined)?.entity === 'external-account') {
+        throw notFound('external-account', { context: 'body', property: end })
+      }
       throw error
-    }
-    if (external.type === 'apm') throw operationNotAllowed(`External accounts of type 'apm' are not supported yet`, ['node-type-not-supported'])
-    // Crypto arrives by itself at the account's deposit address: nothing can be pulled from an address.
-    if (feature === 'deposit' && external.type === 'crypto') throw new DomainError('transaction_node_invalid', 'Crypto deposits are sent to the account\'s deposit address; an address cannot be pulled from')
-    if (external.type === 'card') {
-      // Card deposits are authorized with 3-D Secure (a flow of their own); a withdrawal needs the issuer to take push payments.
-      if (feature === 'deposit') throw operationNotAllowed('Deposits from cards are not supported yet', ['node-type-not-supported'])
-      if (external.octSupport !== 'supported') throw operationNotAllowed('The card does not take withdrawals', ['card-withdrawals-unsupported'])
-      if (external.expired) throw new DomainError('transaction_node_invalid', `The ${end} card has expired`)
-    }
-    const capability = feature === 'withdraw' ? (`${external.type}-withdrawals` as const) : (`${external.type}-deposits` as const)
-    if (capability === 'bank-deposits' || capability === 'bank-withdrawals' || capability === 'card-withdrawals' || capability === 'crypto-withdrawals') {
-      await this.capabilities.require(principal, capability)
     }
     const network = node.network ?? external.network
     if (!external.networks.includes(network)) throw new DomainError('transaction_node_invalid', `The ${end} external account does not support the specified network`)
@@ -330,8 +342,10 @@ export class QuotesService {
     return {
       asset: external.asset,
       node: { type: 'external-account', id: external.id, ownerId: external.ownerId, network },
-      external: external.type === 'crypto' ? 'crypto' : external.type,
+      // `admit` refused payment apps.
+      external: external.type as NonNullable<End['external']>,
       network,
+      ...(enabled ? { enabled } : {}),
     }
   }
 
