@@ -237,3 +237,20 @@ export async function uploadedFile(ctx: TestContext, token: string, userId: stri
   assert.equal(uploaded.status, 204, uploaded.body)
   return file.id
 }
+
+/**
+ * The parts of a test context the money fixtures use, over an app of this process on the scratch database (its
+ * worker is never started: only the server's settles anything once the server runs).
+ */
+export function localContext(app: App, services: Services, database: DatabaseHandle): TestContext {
+  const request = async (options: InjectOptions): Promise<TestResponse> => {
+    const response = await app.inject(options)
+    return { status: response.statusCode, headers: response.headers, body: response.body, json: <T>() => JSON.parse(response.body) as T }
+  }
+  const createUser = async (token: string, body: Record<string, unknown> = {}) => {
+    const response = await request({ method: 'POST', url: '/core/users', headers: { authorization: `Bearer ${token}`, 'x-service-user-ip': USER_IP }, payload: body })
+    assert.equal(response.status, 201, response.body)
+    return response.json<{ user: { id: string } & Record<string, unknown> }>().user
+  }
+  return { request, createUser, services, database } as Pick<TestContext, 'request' | 'createUser' | 'services' | 'database'> as TestContext
+}

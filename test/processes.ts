@@ -1,6 +1,6 @@
 // Helpers for tests that run Tessera as the operator does: the CLI as a child process, on its own data
 // directory and, on PostgreSQL, its own database.
-import { spawn } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import fs from 'node:fs'
 import net from 'node:net'
@@ -75,4 +75,34 @@ export async function deployment(engine: string, prefix: string): Promise<{ env:
       fs.rmSync(dataDir, { recursive: true, force: true })
     },
   }
+}
+
+export interface Server {
+  child: ChildProcess
+  exited: Promise<number | null>
+}
+
+/** Starts `serve` and resolves once its banner is printed. */
+export function serve(env: Record<string, string>): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [MAIN, 'serve'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } })
+    const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)))
+    let stderr = ''
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error(`serve did not start in 30 s: ${stderr}`))
+    }, 30_000)
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString()
+      if (/listening on[\s\S]*\n\n$/.test(stderr)) {
+        clearTimeout(timer)
+        resolve({ child, exited })
+      }
+    })
+    child.stdout.resume()
+    void exited.then((code) => {
+      clearTimeout(timer)
+      reject(new Error(`serve exited with ${code}: ${stderr}`))
+    })
+  })
 }

@@ -1,20 +1,17 @@
 import assert from 'node:assert/strict'
-import { spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import type { InjectOptions } from 'fastify'
 import BigNumber from 'bignumber.js'
 import pg from 'pg'
 import { buildApp, type Services } from '../src/app.ts'
 import { migrateToLatest, openDatabase, type DatabaseHandle } from '../src/db/database.ts'
-import type { App } from '../src/http/types.ts'
 import type { ClientCredentials } from '../src/modules/auth/clients.service.ts'
 import { loadOrCreateSecrets } from '../src/lib/data-dir.ts'
-import { basicAuth, TEST_DATABASE_URL, testConfig, USER_IP, type TestContext, type TestResponse } from './helpers.ts'
+import { basicAuth, localContext, TEST_DATABASE_URL, testConfig } from './helpers.ts'
 import { fund, openAccount, verifiedUser, type Quote, type Transaction } from './money.ts'
-import { cli, freePort, MAIN, ROOT, scratchDatabase } from './processes.ts'
+import { cli, freePort, scratchDatabase, serve, type Server } from './processes.ts'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -27,53 +24,6 @@ const ROUNDS_AT_MOST = 5
 const ANSWERED_BEFORE_KILL = 60
 /** Every request gives up after this long: the test stops by itself whatever the server does. */
 const REQUEST_TIMEOUT_MS = 15_000
-
-interface Server {
-  child: ChildProcess
-  exited: Promise<number | null>
-}
-
-/** Starts `serve` and resolves once its banner is printed. */
-function serve(env: Record<string, string>): Promise<Server> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, 'serve'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } })
-    const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)))
-    let stderr = ''
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL')
-      reject(new Error(`serve did not start in 30 s: ${stderr}`))
-    }, 30_000)
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString()
-      if (/listening on[\s\S]*\n\n$/.test(stderr)) {
-        clearTimeout(timer)
-        resolve({ child, exited })
-      }
-    })
-    child.stdout.resume()
-    void exited.then((code) => {
-      clearTimeout(timer)
-      reject(new Error(`serve exited with ${code}: ${stderr}`))
-    })
-  })
-}
-
-/**
- * The parts of a test context the money fixtures use, over an app of this process on the scratch database (its
- * worker is never started: only the server's settles anything once the server runs).
- */
-function localContext(app: App, services: Services, database: DatabaseHandle): TestContext {
-  const request = async (options: InjectOptions): Promise<TestResponse> => {
-    const response = await app.inject(options)
-    return { status: response.statusCode, headers: response.headers, body: response.body, json: <T>() => JSON.parse(response.body) as T }
-  }
-  const createUser = async (token: string, body: Record<string, unknown> = {}) => {
-    const response = await request({ method: 'POST', url: '/core/users', headers: { authorization: `Bearer ${token}`, 'x-service-user-ip': USER_IP }, payload: body })
-    assert.equal(response.status, 201, response.body)
-    return response.json<{ user: { id: string } & Record<string, unknown> }>().user
-  }
-  return { request, createUser, services, database } as Pick<TestContext, 'request' | 'createUser' | 'services' | 'database'> as TestContext
-}
 
 interface Trader {
   userId: string

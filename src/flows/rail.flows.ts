@@ -67,8 +67,18 @@ function orderOf(row: TransactionRow, counterparties: ReadonlyMap<string, RailCo
   }
 }
 
+/** What the rail flows are built from. */
+export interface RailFlowDeps {
+  runner: FlowRunner
+  ledger: LedgerService
+  transactions: TransactionsService
+  rail: PaymentRail
+  directory: CounterpartyDirectory
+  batchSize: number
+}
+
 /** The two steps that talk to the rail: send the order once, then ask for its outcome until it is final. */
-function railSteps(deps: { rail: PaymentRail; transactions: TransactionsService; directory: CounterpartyDirectory }): FlowStep<RailFlowData>[] {
+function railSteps(deps: RailFlowDeps): FlowStep<RailFlowData>[] {
   const { rail, transactions, directory } = deps
   return [
     {
@@ -143,14 +153,7 @@ function feeOf(row: TransactionRow): BigNumber {
  * 4. `settle` — captures the hold: the fees to the fee account, the rest to the rail's clearing account of the
  *    network (through the liquidity accounts when the asset changes on the way); the withdrawal completes.
  */
-export function defineWithdrawalFlow(deps: {
-  runner: FlowRunner
-  ledger: LedgerService
-  transactions: TransactionsService
-  rail: PaymentRail
-  directory: CounterpartyDirectory
-  batchSize: number
-}): FlowHandle<RailFlowData> {
+export function defineWithdrawalFlow(deps: RailFlowDeps): FlowHandle<RailFlowData> {
   const { ledger, transactions } = deps
   return deps.runner.define<RailFlowData>({
     type: 'withdrawal',
@@ -228,14 +231,7 @@ async function settleWithdrawals(tx: Tx, ledger: LedgerService, transactions: Tr
  * `settle`: the rail's clearing account pays the account (through the liquidity accounts when the asset changes)
  * and the fees; the deposit completes. Nothing is held before, so a failure has nothing to release.
  */
-export function defineBankPullFlow(deps: {
-  runner: FlowRunner
-  ledger: LedgerService
-  transactions: TransactionsService
-  rail: PaymentRail
-  directory: CounterpartyDirectory
-  batchSize: number
-}): FlowHandle<RailFlowData> {
+export function defineBankPullFlow(deps: RailFlowDeps): FlowHandle<RailFlowData> {
   const { ledger, transactions } = deps
   return deps.runner.define<RailFlowData>({
     type: 'bank-pull',
