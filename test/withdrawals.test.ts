@@ -312,11 +312,12 @@ for (const engine of ENGINES) {
   describe(`a rail that takes its time [${engine}]`, () => {
     const suite = useApp(engine, { VELOCITY_MAX_MOVEMENTS: '0', SANDBOX_RAIL_SETTLE_MS: '3600000' })
 
-    test('while the rail has no outcome the money stays held and the flow waits, spending no attempt', async () => {
+    /** A verified user's SEPA withdrawal of `amount` EUR from `funding`, committed and sent to the rail, whose answer is an hour away. */
+    async function underWay(funding: string, amount: string) {
       const ctx = suite.ctx
       const userId = await verifiedUser(ctx, suite.token)
       const eurAccount = await openAccount(ctx, suite.token, userId, 'EUR')
-      await fund(ctx, userId, eurAccount, 'EUR', '1000')
+      await fund(ctx, userId, eurAccount, 'EUR', funding)
       const bank = await ctx.request({
         method: 'POST',
         url: '/core/external-accounts',
@@ -324,9 +325,14 @@ for (const engine of ENGINES) {
         payload: { type: 'bank', asset: 'EUR', network: 'sepa', label: 'Mine', iban: IBAN.completes, bic: 'COBADEFFXXX' },
       })
       const bankId = bank.json<{ externalAccount: { id: string } }>().externalAccount.id
-      const quote = await quoted(ctx, suite.token, userId, { origin: { type: 'account', id: eurAccount }, destination: { type: 'external-account', id: bankId }, denomination: { asset: 'EUR', amount: '40' } })
+      const quote = await quoted(ctx, suite.token, userId, { origin: { type: 'account', id: eurAccount }, destination: { type: 'external-account', id: bankId }, denomination: { asset: 'EUR', amount } })
       const id = (await commit(ctx, suite.token, userId, quote.id)).json<{ transaction: { id: string } }>().transaction.id
       await ctx.services.worker.drain()
+      return { ctx, userId, eurAccount, id }
+    }
+
+    test('while the rail has no outcome the money stays held and the flow waits, spending no attempt', async () => {
+      const { ctx, userId, eurAccount, id } = await underWay('1000', '40')
 
       assert.equal((await transactionOf(ctx, suite.token, userId, id)).status, 'processing')
       assert.deepEqual(await balanceOf(ctx, suite.token, userId, eurAccount), { total: '1000', available: '960' })
@@ -348,20 +354,7 @@ for (const engine of ENGINES) {
     })
 
     test('once the rail took the order, an error never releases the money: the flow keeps trying, the error on record', async () => {
-      const ctx = suite.ctx
-      const userId = await verifiedUser(ctx, suite.token)
-      const eurAccount = await openAccount(ctx, suite.token, userId, 'EUR')
-      await fund(ctx, userId, eurAccount, 'EUR', '100')
-      const bank = await ctx.request({
-        method: 'POST',
-        url: '/core/external-accounts',
-        headers: bearer(suite.token, userId),
-        payload: { type: 'bank', asset: 'EUR', network: 'sepa', label: 'Mine', iban: IBAN.completes, bic: 'COBADEFFXXX' },
-      })
-      const bankId = bank.json<{ externalAccount: { id: string } }>().externalAccount.id
-      const quote = await quoted(ctx, suite.token, userId, { origin: { type: 'account', id: eurAccount }, destination: { type: 'external-account', id: bankId }, denomination: { asset: 'EUR', amount: '30' } })
-      const id = (await commit(ctx, suite.token, userId, quote.id)).json<{ transaction: { id: string } }>().transaction.id
-      await ctx.services.worker.drain()
+      const { ctx, userId, eurAccount, id } = await underWay('100', '30')
       const db = ctx.database.db
       // The rail loses the order (it answers with an error for it from now on), and the job is at its last attempt.
       await db.deleteFrom('sandbox_rail_orders').where('reference', '=', id).execute()
