@@ -2,7 +2,6 @@
 // worker on PostgreSQL, each as a ratio to a raw SQL baseline that writes the same ledger rows and balance
 // updates directly through `pg` in the same run. See bench/README.md ("Deposit settlement").
 import { randomBytes } from 'node:crypto'
-import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
@@ -11,18 +10,18 @@ import {
   backgroundCpuLoad,
   databaseVersion,
   expectJson,
+  ledgerCheck,
   load,
   log,
   newClientCredentials,
   onCleanup,
   RESULTS_DIR,
-  ROOT,
-  runCommand,
   runMain,
   setLogPrefix,
   startCluster,
   startTessera,
   stopChild,
+  writeResults,
 } from './harness.ts'
 import { positiveInteger } from './settings.ts'
 import { uuidv7 } from '../src/lib/ids.ts'
@@ -227,8 +226,7 @@ async function main(): Promise<number> {
   }
   await stopChild(tessera.child)
 
-  const check = await runCommand(process.execPath, ['src/main.ts', 'ledger', 'check'], { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'warn' })
-  if (check.code !== 0) throw new Error(`tessera ledger check failed after the run (exit ${check.code}):\n${check.stderr}${check.stdout}`)
+  await ledgerCheck(url)
 
   const lines = [
     '',
@@ -242,17 +240,11 @@ async function main(): Promise<number> {
     '',
   ]
   process.stdout.write(lines.join('\n'))
-  fs.mkdirSync(RESULTS_DIR, { recursive: true })
-  const file = path.join(RESULTS_DIR, `deposits-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`)
-  const report = {
-    startedAt: startedAt.toISOString(),
-    environment: { node: process.version, cpus: os.cpus().length, postgres: postgresVersion, backgroundCpuLoad: backgroundLoad },
+  const figures = {
     settings: { ...settings, databaseUrl: settings.databaseUrl ? '(given)' : null },
     rows,
   }
-  fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`)
-  process.stdout.write(`Results: ${path.relative(ROOT, file)}\n`)
-  if (profileDir) process.stdout.write(`CPU profile of Tessera: ${path.relative(ROOT, profileDir)}/\n`)
+  writeResults('deposits', startedAt, { postgres: postgresVersion, backgroundCpuLoad: backgroundLoad }, figures, profileDir)
   return 0
 }
 

@@ -1,12 +1,13 @@
 // What the benchmark runners share: cleanup on every exit path, child processes, a throwaway PostgreSQL cluster,
-// and Tessera started as a real server on it. See bench/README.md.
+// Tessera started as a real server on it, and the fixtures and API runs of the runners that move money. See
+// bench/README.md.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
 import fs from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
-import autocannon, { type Instance, type Options, type Result } from 'autocannon'
+import autocannon, { type Instance, type Options, type RequestParams, type Result } from 'autocannon'
 import pg from 'pg'
 
 export const ROOT = path.resolve(import.meta.dirname, '..')
@@ -337,4 +338,168 @@ export async function accessToken(baseUrl: string, credentials: ClientCredential
     body: 'grant_type=client_credentials',
   })
   return String((await expectJson(response, 200, 'POST /core/oauth2/token')).access_token)
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Fixtures and runs shared by the runners that move money (bench/trades.ts, bench/withdrawals.ts)
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** `work` on every item, at most `limit` at a time; resolves with the results in the items' order. */
+export async function mapLimit<T, R>(items: readonly T[], limit: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array<R>(items.length)
+  let next = 0
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      for (let i = next++; i < items.length; i = next++) results[i] = await work(items[i]!, i)
+    }),
+  )
+  return results
+}
+
+async function processing(pool: pg.Pool): Promise<number> {
+  const { rows } = await pool.query<{ n: string }>("select count(*) as n from transactions where status = 'processing'")
+  return Number(rows[0]!.n)
+}
+
+/** Resolves once no transaction is processing (the worker has carried out everything committed). */
+export async function untilNoneProcessing(pool: pg.Pool): Promise<void> {
+  while ((await processing(pool)) > 0) await sleep(5)
+}
+
+const DUE_DILIGENCE = [
+  { intent: { 'expected-activities': ['cryptocurrency_investing'] } },
+  { 'financial-information': { 'source-of-funds': 'salary', 'annual-income-range': '40000-60000-GBP', 'expected-annual-deposits-range': '0-5000-GBP' } },
+  { employment: { status: 'employed' } },
+]
+
+/** One API call that must answer `status` with JSON; `body`, when given, is sent as JSON. */
+export type ApiCall = (method: string, url: string, headers: Record<string, string>, status: number, body?: unknown) => Promise<Record<string, unknown>>
+
+/**
+ * A verified user made through the API (as test/money.ts `verifiedUser`: a French resident with identity, proof of
+ * address and due diligence), who may trade and withdraw to a bank. Resolves with its id, headers that act for it
+ * (`acting`; `headers` with a JSON body too) and `call`, to go on with.
+ */
+export async function verifiedUser(baseUrl: string, token: string, email: string): Promise<{ userId: string; acting: Record<string, string>; headers: Record<string, string>; call: ApiCall }> {
+  const call: ApiCall = async (method, url, headers, status, body) =>
+    expectJson(await fetch(`${baseUrl}${url}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) }), status, `${method} ${url.split('?')[0]}`)
+  const bearer = { authorization: `Bearer ${token}` }
+  const user = await call('POST', '/core/users', { ...bearer, 'content-type': 'application/json', 'x-service-user-ip': '203.0.113.7' }, 201, {
+    type: 'individual',
+    email,
+    termsOfService: 'general-lt-fcs',
+    primaryCitizenship: 'FR',
+    address: { country: 'FR' },
+  })
+  const userId = (user.user as { id: string }).id
+  const acting = { ...bearer, 'x-on-behalf-of': `user ${userId}` }
+  const headers = { ...acting, 'content-type': 'application/json' }
+  await call('PATCH', '/core/kyc/processes/identity', headers, 200, {
+    type: 'electronic-verification',
+    input: { data: { givenName: 'John', familyName: 'Doe', birthdate: '1987-01-01', citizenshipCountry: 'FR' } },
+  })
+  await call('PATCH', '/core/kyc/processes/proof-of-address', headers, 200, {
+    type: 'electronic-verification',
+    input: { data: { givenName: 'John', familyName: 'Doe', address: { country: 'FR', city: 'Paris', line1: '1 rue de Rivoli', postalCode: '75001' } } },
+  })
+  for (const answers of DUE_DILIGENCE) await call('PATCH', '/core/kyc/processes/customer-due-diligence', headers, 200, { input: { answers } })
+  return { userId, acting, headers, call }
+}
+
+/** What one connection of a request sequence carries from the quote to the commit. */
+interface QuoteContext {
+  headers?: Record<string, string>
+  quoteId?: string | null
+}
+
+// bench/autocannon.d.ts leaves out what a request sequence with a dependency needs: autocannon hands each request's
+// response to its `onResponse` together with the connection's context, and that context to the next `setupRequest`.
+type SequenceRequest = Omit<RequestParams, 'setupRequest'> & {
+  setupRequest?: (request: RequestParams, context?: QuoteContext) => RequestParams
+  onResponse?: (status: number, body: string, context: QuoteContext) => void
+}
+
+/**
+ * Sends `count` quotes and commits of transactions of `type` (`trade`, `withdrawal`) over `connections`
+ * connections: each sends a quote (`next()`: the headers and body of the next one), then the commit of the quote it
+ * got back, and again. Timed from the first request until every response is in and no transaction is processing
+ * (the worker carries them out meanwhile); fails unless every request answered 201 and every transaction of `type`
+ * completed.
+ */
+export async function quoteAndCommit(
+  baseUrl: string,
+  pool: pg.Pool,
+  options: { connections: number; count: number; type: string; next: () => { headers: Record<string, string>; body: string } },
+): Promise<{ seconds: number; latencyMs: { p50: number; p99: number } }> {
+  const { connections, count, type } = options
+  let answered = 0
+  // The end is when the last answer is in and no transaction is processing, not when autocannon returns (on its
+  // next one-second tick).
+  let allAnswered!: () => void
+  const lastAnswer = new Promise<void>((resolve) => (allAnswered = resolve))
+  const completed = lastAnswer.then(async () => {
+    await untilNoneProcessing(pool)
+    return performance.now()
+  })
+  const requests: SequenceRequest[] = [
+    {
+      method: 'POST',
+      path: '/core/transactions/quote',
+      setupRequest: (request, context) => {
+        const { headers, body } = options.next()
+        context!.headers = headers
+        return { ...request, headers, body }
+      },
+      onResponse: (status, body, context) => {
+        context.quoteId = status === 201 ? (JSON.parse(body) as { quote: { id: string } }).quote.id : null
+      },
+    },
+    {
+      method: 'POST',
+      path: '/core/transactions',
+      setupRequest: (request, context) => ({ ...request, headers: context!.headers!, body: JSON.stringify({ quoteId: context!.quoteId }) }),
+    },
+  ]
+  const started = performance.now()
+  const result = await load({ url: baseUrl, connections, amount: 2 * count, requests }, () => {
+    if (++answered === 2 * count) allAnswered()
+  })
+  const created = result.statusCodeStats['201']?.count ?? 0
+  if (created !== 2 * count || result.errors > 0 || result.timeouts > 0) {
+    throw new Error(`${type}s were refused: ${created} of ${2 * count} requests answered 201; status codes ${JSON.stringify(result.statusCodeStats)}, ${result.errors} errors`)
+  }
+  const seconds = ((await completed) - started) / 1000
+  const { rows } = await pool.query<{ n: string }>(`select count(*) as n from transactions where type = '${type}' and status <> 'completed'`)
+  if (Number(rows[0]!.n) > 0) throw new Error(`${rows[0]!.n} ${type}s did not complete (see the transactions and flows tables)`)
+  return { seconds, latencyMs: { p50: result.latency.p50, p99: result.latency.p99 } }
+}
+
+/** Runs `tessera ledger check` on the database after a run; fails unless every invariant holds. */
+export async function ledgerCheck(url: string): Promise<void> {
+  const check = await runCommand(process.execPath, ['src/main.ts', 'ledger', 'check'], { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'warn' })
+  if (check.code !== 0) throw new Error(`tessera ledger check failed after the run (exit ${check.code}):\n${check.stderr}${check.stdout}`)
+}
+
+/**
+ * Writes a runner's report to bench/results/<name>-<start time>.json (its start, the environment, then `figures`)
+ * and prints where it went (and where Tessera's CPU profile went, if it took one).
+ */
+export function writeResults(
+  name: string,
+  startedAt: Date,
+  environment: { postgres: string; backgroundCpuLoad: number },
+  figures: Record<string, unknown>,
+  profileDir: string | null,
+): void {
+  const report = {
+    startedAt: startedAt.toISOString(),
+    environment: { node: process.version, cpus: os.cpus().length, postgres: environment.postgres, backgroundCpuLoad: environment.backgroundCpuLoad },
+    ...figures,
+  }
+  fs.mkdirSync(RESULTS_DIR, { recursive: true })
+  const file = path.join(RESULTS_DIR, `${name}-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`)
+  fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`)
+  process.stdout.write(`Results: ${path.relative(ROOT, file)}\n`)
+  if (profileDir) process.stdout.write(`CPU profile of Tessera: ${path.relative(ROOT, profileDir)}/\n`)
 }

@@ -2,7 +2,6 @@
 // worker on PostgreSQL, each as a ratio to a raw SQL baseline that writes the same rows, takes the same row locks
 // and uses as many database transactions per trade, directly through `pg`, in the same run. See bench/README.md
 // ("Trade benchmark").
-import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import BigNumber from 'bignumber.js'
@@ -11,39 +10,48 @@ import {
   accessToken,
   backgroundCpuLoad,
   databaseVersion,
-  expectJson,
-  load,
+  ledgerCheck,
   log,
+  mapLimit,
   newClientCredentials,
   onCleanup,
+  quoteAndCommit,
   RESULTS_DIR,
-  ROOT,
-  runCommand,
   runMain,
   scratchDatabase,
   setLogPrefix,
   startCluster,
   startTessera,
   stopChild,
+  untilNoneProcessing,
+  verifiedUser,
+  writeResults,
 } from './harness.ts'
+import {
+  balanceChanged,
+  captureHolds,
+  claimJobs,
+  completeJobs,
+  completeTransactions,
+  EVENT_COLUMNS,
+  FLOW_STEP_COLUMNS,
+  holdOrigin,
+  inTransaction,
+  insertRows,
+  LEDGER_ENTRY_COLUMNS,
+  LEDGER_TRANSACTION_COLUMNS,
+  lockAccounts,
+  lockFlows,
+  lockProcessing,
+  QUOTE_COLUMNS,
+  setBalances,
+  startFlow,
+  useQuote,
+} from './raw-sql.ts'
 import { positiveInteger } from './settings.ts'
 import { uuidv7 } from '../src/lib/ids.ts'
 
 setLogPrefix('bench:trades')
-
-/** What one connection of a request sequence carries from the quote to the commit. */
-interface TradeContext {
-  headers?: Record<string, string>
-  quoteId?: string | null
-}
-
-// bench/autocannon.d.ts leaves out what a request sequence with a dependency needs: autocannon hands each request's
-// response to its `onResponse` together with the connection's context, and that context to the next `setupRequest`.
-declare module 'autocannon' {
-  interface RequestParams {
-    onResponse?: (status: number, body: string, context: TradeContext) => void
-  }
-}
 
 const TARGET_RATIO = 0.5
 /** What every trade sells: EUR, denominated in the origin. */
@@ -69,19 +77,6 @@ const settings = {
   cpuProfile: process.env.BENCH_CPU_PROF === '1',
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-async function mapLimit<T, R>(items: readonly T[], limit: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array<R>(items.length)
-  let next = 0
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      for (let i = next++; i < items.length; i = next++) results[i] = await work(items[i]!, i)
-    }),
-  )
-  return results
-}
-
 // ---------------------------------------------------------------------------------------------------------------
 // Fixture, through the API
 
@@ -101,39 +96,12 @@ interface Trader {
   quoteBody: string
 }
 
-const DUE_DILIGENCE = [
-  { intent: { 'expected-activities': ['cryptocurrency_investing'] } },
-  { 'financial-information': { 'source-of-funds': 'salary', 'annual-income-range': '40000-60000-GBP', 'expected-annual-deposits-range': '0-5000-GBP' } },
-  { employment: { status: 'employed' } },
-]
-
 /**
  * A user who may trade (as test/money.ts `verifiedUser`: a French resident with identity, proof of address and
  * due diligence), an EUR account funded with `funding` through a simulated SEPA deposit, and an empty BTC account.
  */
 async function trader(baseUrl: string, token: string, index: number, funding: string): Promise<Trader> {
-  const call = async (method: string, url: string, headers: Record<string, string>, status: number, body?: unknown) =>
-    expectJson(await fetch(`${baseUrl}${url}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) }), status, `${method} ${url.split('?')[0]}`)
-  const bearer = { authorization: `Bearer ${token}` }
-  const user = await call('POST', '/core/users', { ...bearer, 'content-type': 'application/json', 'x-service-user-ip': '203.0.113.7' }, 201, {
-    type: 'individual',
-    email: `bench-trades-${index}@example.com`,
-    termsOfService: 'general-lt-fcs',
-    primaryCitizenship: 'FR',
-    address: { country: 'FR' },
-  })
-  const userId = (user.user as { id: string }).id
-  const acting = { ...bearer, 'x-on-behalf-of': `user ${userId}` }
-  const headers = { ...acting, 'content-type': 'application/json' }
-  await call('PATCH', '/core/kyc/processes/identity', headers, 200, {
-    type: 'electronic-verification',
-    input: { data: { givenName: 'John', familyName: 'Doe', birthdate: '1987-01-01', citizenshipCountry: 'FR' } },
-  })
-  await call('PATCH', '/core/kyc/processes/proof-of-address', headers, 200, {
-    type: 'electronic-verification',
-    input: { data: { givenName: 'John', familyName: 'Doe', address: { country: 'FR', city: 'Paris', line1: '1 rue de Rivoli', postalCode: '75001' } } },
-  })
-  for (const answers of DUE_DILIGENCE) await call('PATCH', '/core/kyc/processes/customer-due-diligence', headers, 200, { input: { answers } })
+  const { userId, acting, headers, call } = await verifiedUser(baseUrl, token, `bench-trades-${index}@example.com`)
   const open = async (asset: string): Promise<Account> => {
     const label = `Bench ${asset} ${index}`
     const { account } = (await call('POST', '/core/accounts', headers, 201, { label, asset })) as { account: { id: string; createdAt: string } }
@@ -146,15 +114,6 @@ async function trader(baseUrl: string, token: string, index: number, funding: st
   await call('POST', '/core/accounts/test-helpers/bank-deposits', headers, 202, { network: 'sepa', iban, reference, asset: 'EUR', amount: funding })
   const quoteBody = JSON.stringify({ origin: { type: 'account', id: eur.id }, destination: { type: 'account', id: btc.id }, denomination: { asset: 'EUR', amount: TRADE_EUR } })
   return { userId, eur, btc, headers, quoteBody }
-}
-
-async function processing(pool: pg.Pool): Promise<number> {
-  const { rows } = await pool.query<{ n: string }>("select count(*) as n from transactions where status = 'processing'")
-  return Number(rows[0]!.n)
-}
-
-async function untilNoneProcessing(pool: pg.Pool): Promise<void> {
-  while ((await processing(pool)) > 0) await sleep(5)
 }
 
 /** The tables one trade writes rows to. */
@@ -200,53 +159,16 @@ interface Measured {
  */
 async function throughApi(baseUrl: string, pool: pg.Pool, targets: readonly Trader[], count: number): Promise<Measured & { latencyMs: { p50: number; p99: number } }> {
   let next = 0
-  let answered = 0
-  // As in bench/deposits.ts: the end is when the last answer is in and no trade is processing, not when autocannon
-  // returns (on its next one-second tick).
-  let allAnswered!: () => void
-  const lastAnswer = new Promise<void>((resolve) => (allAnswered = resolve))
-  const completed = lastAnswer.then(async () => {
-    await untilNoneProcessing(pool)
-    return performance.now()
+  const { seconds, latencyMs } = await quoteAndCommit(baseUrl, pool, {
+    connections: settings.clients,
+    count,
+    type: 'trade',
+    next: () => {
+      const target = targets[next++ % targets.length]!
+      return { headers: target.headers, body: target.quoteBody }
+    },
   })
-  const started = performance.now()
-  const result = await load(
-    {
-      url: baseUrl,
-      connections: settings.clients,
-      amount: 2 * count,
-      requests: [
-        {
-          method: 'POST',
-          path: '/core/transactions/quote',
-          setupRequest: (request, context?: TradeContext) => {
-            const target = targets[next++ % targets.length]!
-            context!.headers = target.headers
-            return { ...request, headers: target.headers, body: target.quoteBody }
-          },
-          onResponse: (status, body, context) => {
-            context.quoteId = status === 201 ? (JSON.parse(body) as { quote: { id: string } }).quote.id : null
-          },
-        },
-        {
-          method: 'POST',
-          path: '/core/transactions',
-          setupRequest: (request, context?: TradeContext) => ({ ...request, headers: context!.headers!, body: JSON.stringify({ quoteId: context!.quoteId }) }),
-        },
-      ],
-    },
-    () => {
-      if (++answered === 2 * count) allAnswered()
-    },
-  )
-  const created = result.statusCodeStats['201']?.count ?? 0
-  if (created !== 2 * count || result.errors > 0 || result.timeouts > 0) {
-    throw new Error(`trades were refused: ${created} of ${2 * count} requests answered 201; status codes ${JSON.stringify(result.statusCodeStats)}, ${result.errors} errors`)
-  }
-  const seconds = ((await completed) - started) / 1000
-  const { rows } = await pool.query<{ n: string }>("select count(*) as n from transactions where type = 'trade' and status <> 'completed'")
-  if (Number(rows[0]!.n) > 0) throw new Error(`${rows[0]!.n} trades did not complete (see the transactions and flows tables)`)
-  return { trades: count, seconds, perSecond: count / seconds, latencyMs: { p50: result.latency.p50, p99: result.latency.p99 } }
+  return { trades: count, seconds, perSecond: count / seconds, latencyMs }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -270,15 +192,6 @@ interface SystemAccounts {
 
 /** The baseline's jobs: a type of their own, so that Tessera's worker (idle meanwhile) never takes them. */
 const RAW_JOB_TYPE = 'flow:trade:raw-sql'
-
-/** One multi-row insert. */
-function insertRows(table: string, columns: readonly string[], rows: readonly unknown[][]): { text: string; values: unknown[] } {
-  const values = rows.map((_, r) => `(${columns.map((_, c) => `$${r * columns.length + c + 1}`).join(', ')})`).join(', ')
-  return { text: `insert into ${table} (${columns.join(', ')}) values ${values}`, values: rows.flat() }
-}
-
-const EVENT_COLUMNS = ['id', 'organization_id', 'type', 'subject_type', 'subject_id', 'user_id', 'data', 'occurred_at'] as const
-const FLOW_STEP_COLUMNS = ['organization_id', 'flow_id', 'step', 'action', 'position', 'error', 'at'] as const
 
 interface TransactionRow {
   id: string
@@ -319,57 +232,6 @@ function presentTransaction(row: TransactionRow) {
   }
 }
 
-interface LockedAccount {
-  id: string
-  asset: string
-  total: BigNumber
-  available: BigNumber
-  /** Null for a system account. */
-  owner_id: string | null
-  label: string | null
-  created_at: Date | null
-}
-
-/**
- * Locks ledger accounts in id order (`for no key update`, as the ledger does) and reads, in the same statement, what
- * a balance-changed event shows of a user's account.
- */
-async function lockAccounts(client: pg.PoolClient, organizationId: string, ids: readonly string[]): Promise<Map<string, LockedAccount>> {
-  const { rows } = await client.query<{ id: string; asset: string; total: string; available: string; owner_id: string | null; label: string | null; created_at: Date | null }>(
-    `select l.id, l.asset, l.total, l.available, a.owner_id, a.label, a.created_at
-     from ledger_accounts l left join accounts a on a.organization_id = l.organization_id and a.id = l.id
-     where l.organization_id = $1 and l.id = any($2::uuid[]) order by l.id for no key update of l`,
-    [organizationId, [...new Set(ids)]],
-  )
-  return new Map(rows.map((row) => [row.id, { ...row, total: new BigNumber(row.total), available: new BigNumber(row.available) }]))
-}
-
-/** Writes the balances of locked accounts in one statement, as the ledger's `setBalances`. */
-async function setBalances(client: pg.PoolClient, organizationId: string, balances: readonly LockedAccount[], at: Date): Promise<void> {
-  const ordered = [...balances].sort((a, b) => (a.id < b.id ? -1 : 1))
-  const values = ordered.map((_, i) => `($${3 * i + 3}::uuid, $${3 * i + 4}::numeric, $${3 * i + 5}::numeric)`).join(', ')
-  await client.query(
-    `update ledger_accounts as a set total = v.total, available = v.available, updated_at = $1
-     from (values ${values}) as v(id, total, available) where a.organization_id = $2 and a.id = v.id`,
-    [at, organizationId, ...ordered.flatMap((b) => [b.id, b.total.toFixed(), b.available.toFixed()])],
-  )
-}
-
-function balanceChanged(organizationId: string, account: LockedAccount, at: Date): unknown[] {
-  const data = {
-    account: {
-      id: account.id,
-      ownerId: account.owner_id,
-      label: account.label,
-      asset: account.asset,
-      balance: { total: account.total.toFixed(), available: account.available.toFixed() },
-      createdAt: account.created_at!.toISOString(),
-      updatedAt: at.toISOString(),
-    },
-  }
-  return [uuidv7(), organizationId, 'core.account.balance-changed', 'account', account.id, account.owner_id, JSON.stringify(data), at]
-}
-
 /**
  * What Tessera's two requests of one trade write, issued directly: the quote (after one read of the two accounts),
  * then the commit's database transaction (take the quote, record the transaction, hold the origin's money under
@@ -386,25 +248,17 @@ async function rawRequests(client: pg.PoolClient, organizationId: string, templa
     [organizationId, userId, [eur.id, btc.id]],
   )
   await client.query(
-    insertRows(
-      'quotes',
-      ['organization_id', 'id', 'owner_id', 'kind', 'origin', 'destination', 'origin_account_id', 'destination_account_id', 'origin_asset', 'origin_amount', 'origin_rate',
-        'destination_asset', 'destination_amount', 'destination_rate', 'denomination', 'fees', 'requirements', 'created_at', 'expires_at', 'used_at'],
-      [[organizationId, quoteId, userId, 'trade', JSON.stringify({ type: 'account', id: eur.id, ownerId: userId }), JSON.stringify({ type: 'account', id: btc.id, ownerId: userId }),
+    insertRows('quotes', QUOTE_COLUMNS, [
+      [organizationId, quoteId, userId, 'trade', JSON.stringify({ type: 'account', id: eur.id, ownerId: userId }), JSON.stringify({ type: 'account', id: btc.id, ownerId: userId }),
         eur.id, btc.id, 'EUR', template.originAmount, template.originRate, 'BTC', template.destinationAmount, template.destinationRate, JSON.stringify(template.denomination),
-        JSON.stringify(template.fees), '[]', quotedAt, new Date(quotedAt.getTime() + 30_000), null]],
-    ),
+        JSON.stringify(template.fees), '[]', quotedAt, new Date(quotedAt.getTime() + 30_000), null],
+    ]),
   )
 
   // POST /core/transactions
-  await client.query('begin')
-  try {
+  await inTransaction(client, async () => {
     const at = new Date()
-    const { rows: [quote] } = await client.query<Omit<TransactionRow, 'id' | 'status' | 'created_at' | 'updated_at' | 'completed_at'> & { id: string; created_at: Date }>(
-      'update quotes set used_at = $1 where organization_id = $2 and owner_id = $3 and id = $4 and used_at is null and expires_at > $1 returning *',
-      [at, organizationId, userId, quoteId],
-    )
-    if (!quote) throw new Error('raw SQL baseline: the quote was not found')
+    const quote = await useQuote<Omit<TransactionRow, 'id' | 'status' | 'created_at' | 'updated_at' | 'completed_at'> & { id: string; created_at: Date }>(client, organizationId, userId, quoteId, at)
     const row: TransactionRow = { ...quote, id: uuidv7(at.getTime()), status: 'processing', quoted_at: quote.created_at, created_at: at, updated_at: at, completed_at: null }
     await client.query(
       insertRows(
@@ -417,40 +271,10 @@ async function rawRequests(client: pg.PoolClient, organizationId: string, templa
           row.destination_account_id, null, null, quote.id, row.quoted_at, at, at, null]],
       ),
     )
-    const holdId = uuidv7(at.getTime())
-    await client.query(
-      insertRows('ledger_holds', ['organization_id', 'id', 'account_id', 'asset', 'amount', 'status', 'reference', 'request_hash', 'created_at', 'updated_at'], [
-        [organizationId, holdId, row.origin_account_id, row.origin_asset, row.origin_amount, 'open', `${row.id}:hold`, 'raw-sql', at, at],
-      ]),
-    )
-    const origin = (await lockAccounts(client, organizationId, [row.origin_account_id])).get(row.origin_account_id)!
-    origin.available = origin.available.minus(row.origin_amount)
-    if (origin.available.isNegative()) throw new Error('raw SQL baseline: the origin ran out of money')
-    await setBalances(client, organizationId, [origin], at)
-    await client.query(
-      insertRows('outbox_events', EVENT_COLUMNS, [
-        balanceChanged(organizationId, origin, at),
-        [uuidv7(), organizationId, 'core.transaction.created', 'transaction', row.id, userId, JSON.stringify({ transaction: presentTransaction(row) }), at],
-      ]),
-    )
-    await client.query(
-      insertRows('flows', ['organization_id', 'id', 'type', 'status', 'step', 'data', 'error', 'created_at', 'updated_at'], [
-        [organizationId, row.id, 'trade', 'running', 1, JSON.stringify({ holdId, originAsset: row.origin_asset, destinationAsset: row.destination_asset }), null, at, at],
-      ]),
-    )
-    await client.query(insertRows('flow_steps', FLOW_STEP_COLUMNS, [[organizationId, row.id, 'reserve', 'run', 0, null, at]]))
-    await client.query(
-      insertRows(
-        'jobs',
-        ['id', 'organization_id', 'type', 'payload', 'status', 'attempts', 'max_attempts', 'run_at', 'locked_until', 'locked_by', 'last_error', 'created_at', 'updated_at', 'finished_at'],
-        [[uuidv7(at.getTime()), organizationId, RAW_JOB_TYPE, JSON.stringify({ organizationId, flowId: row.id }), 'pending', 0, 10, at, null, null, null, at, at, null]],
-      ),
-    )
-    await client.query('commit')
-  } catch (error) {
-    await client.query('rollback').catch(() => {})
-    throw error
-  }
+    const created = () => [uuidv7(), organizationId, 'core.transaction.created', 'transaction', row.id, userId, JSON.stringify({ transaction: presentTransaction(row) }), at]
+    const holdId = await holdOrigin(client, organizationId, { transactionId: row.id, accountId: row.origin_account_id, asset: row.origin_asset, amount: row.origin_amount }, created, at)
+    await startFlow(client, organizationId, 'trade', row.id, { holdId, originAsset: row.origin_asset, destinationAsset: row.destination_asset }, RAW_JOB_TYPE, at)
+  })
 }
 
 /**
@@ -462,39 +286,25 @@ async function rawRequests(client: pg.PoolClient, organizationId: string, templa
  * written once per database transaction. Resolves with how many flows it completed (0: no job was due).
  */
 async function rawWorkerBatch(client: pg.PoolClient, organizationId: string, system: SystemAccounts, workerId: string): Promise<number> {
-  const { rows: jobs } = await client.query<{ id: string; payload: { flowId: string } }>(
-    `update jobs set status = 'running', attempts = attempts + 1, locked_by = $1, locked_until = now() + make_interval(secs => 60), updated_at = now()
-     where id in (
-       select id from jobs where type = $2 and ((status = 'pending' and run_at <= now()) or (status = 'running' and locked_until <= now()))
-       order by run_at, id limit $3 for update skip locked)
-     returning id, payload`,
-    [workerId, RAW_JOB_TYPE, batchSize],
-  )
+  const jobs = await claimJobs(client, workerId, RAW_JOB_TYPE, batchSize)
   if (jobs.length === 0) return 0
   const flowIds = jobs.map((job) => job.payload.flowId)
   // As Tessera's worker does for flows due together: their remaining steps (`screen`, then `exchange`) in one
   // database transaction, each step locking its flows, moving them on and writing its history rows.
-  await client.query('begin')
-  // One time for the transaction's rows, as Tessera's runner stamps a chain of steps.
-  const at = new Date()
-  const step = async (index: number, name: string, work: (flows: { id: string; data: { holdId: string } }[], at: Date) => Promise<void>) => {
-    const { rows: flows } = await client.query<{ id: string; data: { holdId: string } }>(
-      "select * from flows where organization_id = $1 and id = any($2::uuid[]) and status = 'running' and step = $3 order by id for update",
-      [organizationId, flowIds, index],
-    )
-    await work(flows, at)
-    await client.query('update flows set step = $1, status = $2, updated_at = $3 where organization_id = $4 and id = any($5::uuid[])', [
-      index + 1, index === 2 ? 'completed' : 'running', at, organizationId, flows.map((flow) => flow.id),
-    ])
-    await client.query(insertRows('flow_steps', FLOW_STEP_COLUMNS, flows.map((flow) => [organizationId, flow.id, name, 'run', index, null, at])))
-  }
-  try {
+  await inTransaction(client, async () => {
+    // One time for the transaction's rows, as Tessera's runner stamps a chain of steps.
+    const at = new Date()
+    const step = async (index: number, name: string, work: (flows: { id: string; data: { holdId: string } }[], at: Date) => Promise<void>) => {
+      const flows = await lockFlows(client, organizationId, flowIds, index)
+      await work(flows, at)
+      await client.query('update flows set step = $1, status = $2, updated_at = $3 where organization_id = $4 and id = any($5::uuid[])', [
+        index + 1, index === 2 ? 'completed' : 'running', at, organizationId, flows.map((flow) => flow.id),
+      ])
+      await client.query(insertRows('flow_steps', FLOW_STEP_COLUMNS, flows.map((flow) => [organizationId, flow.id, name, 'run', index, null, at])))
+    }
     await step(1, 'screen', async () => {})
     await step(2, 'exchange', async (flows, at) => {
-      const { rows } = await client.query<TransactionRow>(
-        "select * from transactions where organization_id = $1 and id = any($2::uuid[]) and status = 'processing' order by id for update",
-        [organizationId, flows.map((flow) => flow.id)],
-      )
+      const rows = await lockProcessing<TransactionRow>(client, organizationId, flows.map((flow) => flow.id))
       const holds = new Map(flows.map((flow) => [flow.id, flow.data.holdId]))
       const accounts = await lockAccounts(client, organizationId, [
         system.liquidityEur, system.feesEur, system.liquidityBtc, ...rows.flatMap((row) => [row.origin_account_id, row.destination_account_id]),
@@ -531,34 +341,18 @@ async function rawWorkerBatch(client: pg.PoolClient, organizationId: string, sys
       for (const accountId of new Set(rows.flatMap((row) => [row.origin_account_id, row.destination_account_id]))) {
         events.push(balanceChanged(organizationId, accounts.get(accountId)!, at))
       }
-      const holdValues = captured.map((_, i) => `($${2 * i + 3}::uuid, $${2 * i + 4}::uuid)`).join(', ')
-      await client.query(
-        `update ledger_holds as h set status = 'captured', updated_at = $1, transaction_id = v.transaction_id
-         from (values ${holdValues}) as v(id, transaction_id) where h.organization_id = $2 and h.id = v.id and h.status = 'open'`,
-        [at, organizationId, ...captured.flat()],
-      )
-      await client.query(insertRows('ledger_transactions', ['organization_id', 'id', 'type', 'reference', 'request_hash', 'hold_id', 'data', 'created_at'], postings))
+      await captureHolds(client, organizationId, captured, at)
+      await client.query(insertRows('ledger_transactions', LEDGER_TRANSACTION_COLUMNS, postings))
       await setBalances(client, organizationId, [...accounts.values()], at)
-      await client.query(insertRows('ledger_entries', ['organization_id', 'id', 'transaction_id', 'account_id', 'asset', 'amount', 'created_at'], entries))
-      const { rows: completed } = await client.query<TransactionRow>(
-        "update transactions set status = 'completed', reason = null, updated_at = $1, completed_at = $1 where organization_id = $2 and id = any($3::uuid[]) and status = 'processing' returning *",
-        [at, organizationId, rows.map((row) => row.id)],
-      )
+      await client.query(insertRows('ledger_entries', LEDGER_ENTRY_COLUMNS, entries))
+      const completed = await completeTransactions<TransactionRow>(client, organizationId, rows.map((row) => row.id), at)
       for (const row of completed) {
         events.push([uuidv7(), organizationId, 'core.transaction.status-changed', 'transaction', row.id, row.owner_id, JSON.stringify({ transaction: presentTransaction(row) }), at])
       }
       await client.query(insertRows('outbox_events', EVENT_COLUMNS, events))
     })
-    await client.query('commit')
-  } catch (error) {
-    await client.query('rollback').catch(() => {})
-    throw error
-  }
-  const finished = new Date()
-  await client.query(
-    "update jobs set status = 'completed', locked_by = null, locked_until = null, last_error = null, updated_at = $1, finished_at = $1 where id = any($2::uuid[]) and locked_by = $3 and status = 'running'",
-    [finished, jobs.map((job) => job.id), workerId],
-  )
+  })
+  await completeJobs(client, jobs, workerId)
   return jobs.length
 }
 
@@ -700,8 +494,7 @@ async function main(): Promise<number> {
   }
   await stopChild(tessera.child)
 
-  const check = await runCommand(process.execPath, ['src/main.ts', 'ledger', 'check'], { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'warn' })
-  if (check.code !== 0) throw new Error(`tessera ledger check failed after the run (exit ${check.code}):\n${check.stderr}${check.stdout}`)
+  await ledgerCheck(url)
 
   const met = (ratio: number) => (ratio >= TARGET_RATIO ? 'met' : 'not met')
   const lines = [
@@ -720,18 +513,12 @@ async function main(): Promise<number> {
     '',
   ]
   process.stdout.write(lines.join('\n'))
-  fs.mkdirSync(RESULTS_DIR, { recursive: true })
-  const file = path.join(RESULTS_DIR, `trades-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`)
-  const report = {
-    startedAt: startedAt.toISOString(),
-    environment: { node: process.version, cpus: os.cpus().length, postgres: postgresVersion, backgroundCpuLoad: backgroundLoad },
+  const figures = {
     settings: { ...settings, databaseUrl: settings.databaseUrl ? '(given)' : null, velocityMaxMovements: 0, tradeEur: TRADE_EUR },
     targetRatio: TARGET_RATIO,
     rows,
   }
-  fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`)
-  process.stdout.write(`Results: ${path.relative(ROOT, file)}\n`)
-  if (profileDir) process.stdout.write(`CPU profile of Tessera: ${path.relative(ROOT, profileDir)}/\n`)
+  writeResults('trades', startedAt, { postgres: postgresVersion, backgroundCpuLoad: backgroundLoad }, figures, profileDir)
   return 0
 }
 

@@ -6,7 +6,6 @@ import { createHash } from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import type { RequestParams } from 'autocannon'
 import BigNumber from 'bignumber.js'
 import { composeIBAN, isValidIBAN } from 'ibantools'
 import pg from 'pg'
@@ -14,40 +13,50 @@ import {
   accessToken,
   backgroundCpuLoad,
   databaseVersion,
-  expectJson,
   isCleaning,
-  load,
+  ledgerCheck,
   log,
+  mapLimit,
   newClientCredentials,
   onCleanup,
+  quoteAndCommit,
   RESULTS_DIR,
-  ROOT,
-  runCommand,
   runMain,
   scratchDatabase,
   setLogPrefix,
   startCluster,
   startTessera,
   stopChild,
+  untilNoneProcessing,
+  verifiedUser,
+  writeResults,
 } from './harness.ts'
+import {
+  balanceChanged,
+  captureHolds,
+  claimJobs,
+  completeJobs,
+  completeTransactions,
+  EVENT_COLUMNS,
+  FLOW_STEP_COLUMNS,
+  holdOrigin,
+  inTransaction,
+  insertRows,
+  LEDGER_ENTRY_COLUMNS,
+  LEDGER_TRANSACTION_COLUMNS,
+  lockAccounts,
+  lockFlows,
+  lockProcessing,
+  QUOTE_COLUMNS,
+  type RawJob,
+  setBalances,
+  startFlow,
+  useQuote,
+} from './raw-sql.ts'
 import { positiveInteger } from './settings.ts'
 import { uuidv7 } from '../src/lib/ids.ts'
 
 setLogPrefix('bench:withdrawals')
-
-/** What one connection of a request sequence carries from the quote to the commit. */
-interface WithdrawalContext {
-  headers?: Record<string, string>
-  quoteId?: string | null
-}
-
-// bench/autocannon.d.ts leaves out what a request sequence with a dependency needs: autocannon hands each request's
-// response to its `onResponse` together with the connection's context, and that context to the next `setupRequest`.
-// Typed here, not by augmenting the module (bench/trades.ts does, with a context of the same shape).
-type SequenceRequest = Omit<RequestParams, 'setupRequest'> & {
-  setupRequest?: (request: RequestParams, context?: WithdrawalContext) => RequestParams
-  onResponse?: (status: number, body: string, context: WithdrawalContext) => void
-}
 
 const TARGET_RATIO = 0.5
 /**
@@ -89,19 +98,6 @@ const settings = {
   enforceTarget: process.env.BENCH_ENFORCE_TARGET === '1',
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-async function mapLimit<T, R>(items: readonly T[], limit: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array<R>(items.length)
-  let next = 0
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      for (let i = next++; i < items.length; i = next++) results[i] = await work(items[i]!, i)
-    }),
-  )
-  return results
-}
-
 // ---------------------------------------------------------------------------------------------------------------
 // Fixture, through the API
 
@@ -130,40 +126,13 @@ function quoteBody(withdrawer: Withdrawer, amount: string): string {
   })
 }
 
-const DUE_DILIGENCE = [
-  { intent: { 'expected-activities': ['cryptocurrency_investing'] } },
-  { 'financial-information': { 'source-of-funds': 'salary', 'annual-income-range': '40000-60000-GBP', 'expected-annual-deposits-range': '0-5000-GBP' } },
-  { employment: { status: 'employed' } },
-]
-
 /**
  * A user who may withdraw to a bank (the `bank-withdrawals` capability: a French resident with identity, proof of
  * address and due diligence, as test/money.ts `verifiedUser`), an EUR account funded with `funding` through a
  * simulated SEPA deposit, and two linked SEPA bank accounts (IBANS).
  */
 async function withdrawer(baseUrl: string, token: string, index: number, funding: string): Promise<Withdrawer> {
-  const call = async (method: string, url: string, headers: Record<string, string>, status: number, body?: unknown) =>
-    expectJson(await fetch(`${baseUrl}${url}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) }), status, `${method} ${url.split('?')[0]}`)
-  const bearer = { authorization: `Bearer ${token}` }
-  const user = await call('POST', '/core/users', { ...bearer, 'content-type': 'application/json', 'x-service-user-ip': '203.0.113.7' }, 201, {
-    type: 'individual',
-    email: `bench-withdrawals-${index}@example.com`,
-    termsOfService: 'general-lt-fcs',
-    primaryCitizenship: 'FR',
-    address: { country: 'FR' },
-  })
-  const userId = (user.user as { id: string }).id
-  const acting = { ...bearer, 'x-on-behalf-of': `user ${userId}` }
-  const headers = { ...acting, 'content-type': 'application/json' }
-  await call('PATCH', '/core/kyc/processes/identity', headers, 200, {
-    type: 'electronic-verification',
-    input: { data: { givenName: 'John', familyName: 'Doe', birthdate: '1987-01-01', citizenshipCountry: 'FR' } },
-  })
-  await call('PATCH', '/core/kyc/processes/proof-of-address', headers, 200, {
-    type: 'electronic-verification',
-    input: { data: { givenName: 'John', familyName: 'Doe', address: { country: 'FR', city: 'Paris', line1: '1 rue de Rivoli', postalCode: '75001' } } },
-  })
-  for (const answers of DUE_DILIGENCE) await call('PATCH', '/core/kyc/processes/customer-due-diligence', headers, 200, { input: { answers } })
+  const { userId, acting, headers, call } = await verifiedUser(baseUrl, token, `bench-withdrawals-${index}@example.com`)
   const label = `Bench EUR ${index}`
   const { account } = (await call('POST', '/core/accounts', headers, 201, { label, asset: 'EUR' })) as { account: { id: string; createdAt: string } }
   const method = await call('PUT', `/core/accounts/${account.id}/deposit-method?type=bank&asset=EUR&network=sepa`, acting, 201)
@@ -173,15 +142,6 @@ async function withdrawer(baseUrl: string, token: string, index: number, funding
     ((await call('POST', '/core/external-accounts', headers, 201, { type: 'bank', asset: 'EUR', network: 'sepa', label: `Bench bank ${index}`, iban, bic: BIC })).externalAccount as { id: string }).id
   const externalAccounts = { api: await link(IBANS.api), rawSql: await link(IBANS.rawSql) }
   return { userId, eur: { id: account.id, label, createdAt: account.createdAt }, externalAccounts, headers, taken: 0 }
-}
-
-async function processing(pool: pg.Pool): Promise<number> {
-  const { rows } = await pool.query<{ n: string }>("select count(*) as n from transactions where status = 'processing'")
-  return Number(rows[0]!.n)
-}
-
-async function untilNoneProcessing(pool: pg.Pool): Promise<void> {
-  while ((await processing(pool)) > 0) await sleep(5)
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -331,46 +291,16 @@ interface Measured {
  */
 async function throughApi(baseUrl: string, pool: pg.Pool, targets: readonly Withdrawer[], count: number): Promise<Measured & { latencyMs: { p50: number; p99: number } }> {
   let next = 0
-  let answered = 0
-  // As in bench/trades.ts: the end is when the last answer is in and no withdrawal is processing, not when
-  // autocannon returns (on its next one-second tick).
-  let allAnswered!: () => void
-  const lastAnswer = new Promise<void>((resolve) => (allAnswered = resolve))
-  const completed = lastAnswer.then(async () => {
-    await untilNoneProcessing(pool)
-    return performance.now()
-  })
-  const requests: SequenceRequest[] = [
-    {
-      method: 'POST',
-      path: '/core/transactions/quote',
-      setupRequest: (request, context) => {
-        const target = targets[next++ % targets.length]!
-        context!.headers = target.headers
-        return { ...request, headers: target.headers, body: quoteBody(target, nextAmount(target)) }
-      },
-      onResponse: (status, body, context) => {
-        context.quoteId = status === 201 ? (JSON.parse(body) as { quote: { id: string } }).quote.id : null
-      },
+  const { seconds, latencyMs } = await quoteAndCommit(baseUrl, pool, {
+    connections: settings.clients,
+    count,
+    type: 'withdrawal',
+    next: () => {
+      const target = targets[next++ % targets.length]!
+      return { headers: target.headers, body: quoteBody(target, nextAmount(target)) }
     },
-    {
-      method: 'POST',
-      path: '/core/transactions',
-      setupRequest: (request, context) => ({ ...request, headers: context!.headers!, body: JSON.stringify({ quoteId: context!.quoteId }) }),
-    },
-  ]
-  const started = performance.now()
-  const result = await load({ url: baseUrl, connections: settings.clients, amount: 2 * count, requests }, () => {
-    if (++answered === 2 * count) allAnswered()
   })
-  const created = result.statusCodeStats['201']?.count ?? 0
-  if (created !== 2 * count || result.errors > 0 || result.timeouts > 0) {
-    throw new Error(`withdrawals were refused: ${created} of ${2 * count} requests answered 201; status codes ${JSON.stringify(result.statusCodeStats)}, ${result.errors} errors`)
-  }
-  const seconds = ((await completed) - started) / 1000
-  const { rows } = await pool.query<{ n: string }>("select count(*) as n from transactions where type = 'withdrawal' and status <> 'completed'")
-  if (Number(rows[0]!.n) > 0) throw new Error(`${rows[0]!.n} withdrawals did not complete (see the transactions and flows tables)`)
-  return { withdrawals: count, seconds, perSecond: count / seconds, latencyMs: { p50: result.latency.p50, p99: result.latency.p99 } }
+  return { withdrawals: count, seconds, perSecond: count / seconds, latencyMs }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -386,14 +316,6 @@ interface Template {
 /** The baseline's jobs: a type of their own, so that Tessera's worker (idle meanwhile) never takes them. */
 const RAW_JOB_TYPE = 'flow:withdrawal:raw-sql'
 
-/** One multi-row insert. */
-function insertRows(table: string, columns: readonly string[], rows: readonly unknown[][], suffix = ''): { text: string; values: unknown[] } {
-  const values = rows.map((_, r) => `(${columns.map((_, c) => `$${r * columns.length + c + 1}`).join(', ')})`).join(', ')
-  return { text: `insert into ${table} (${columns.join(', ')}) values ${values}${suffix}`, values: rows.flat() }
-}
-
-const EVENT_COLUMNS = ['id', 'organization_id', 'type', 'subject_type', 'subject_id', 'user_id', 'data', 'occurred_at'] as const
-const FLOW_STEP_COLUMNS = ['organization_id', 'flow_id', 'step', 'action', 'position', 'error', 'at'] as const
 const RAIL_ORDER_COLUMNS = [
   'key', 'order_id', 'organization_id', 'direction', 'kind', 'network', 'asset', 'amount', 'counterparty', 'reference', 'status', 'reason', 'network_reference', 'received',
   'received_at', 'settles_at',
@@ -438,57 +360,6 @@ function presentTransaction(row: TransactionRow) {
   }
 }
 
-interface LockedAccount {
-  id: string
-  asset: string
-  total: BigNumber
-  available: BigNumber
-  /** Null for a system account. */
-  owner_id: string | null
-  label: string | null
-  created_at: Date | null
-}
-
-/**
- * Locks ledger accounts in id order (`for no key update`, as the ledger does) and reads, in the same statement, what
- * a balance-changed event shows of a user's account.
- */
-async function lockAccounts(client: pg.PoolClient, organizationId: string, ids: readonly string[]): Promise<Map<string, LockedAccount>> {
-  const { rows } = await client.query<{ id: string; asset: string; total: string; available: string; owner_id: string | null; label: string | null; created_at: Date | null }>(
-    `select l.id, l.asset, l.total, l.available, a.owner_id, a.label, a.created_at
-     from ledger_accounts l left join accounts a on a.organization_id = l.organization_id and a.id = l.id
-     where l.organization_id = $1 and l.id = any($2::uuid[]) order by l.id for no key update of l`,
-    [organizationId, [...new Set(ids)]],
-  )
-  return new Map(rows.map((row) => [row.id, { ...row, total: new BigNumber(row.total), available: new BigNumber(row.available) }]))
-}
-
-/** Writes the balances of locked accounts in one statement, as the ledger's `setBalances`. */
-async function setBalances(client: pg.PoolClient, organizationId: string, balances: readonly LockedAccount[], at: Date): Promise<void> {
-  const ordered = [...balances].sort((a, b) => (a.id < b.id ? -1 : 1))
-  const values = ordered.map((_, i) => `($${3 * i + 3}::uuid, $${3 * i + 4}::numeric, $${3 * i + 5}::numeric)`).join(', ')
-  await client.query(
-    `update ledger_accounts as a set total = v.total, available = v.available, updated_at = $1
-     from (values ${values}) as v(id, total, available) where a.organization_id = $2 and a.id = v.id`,
-    [at, organizationId, ...ordered.flatMap((b) => [b.id, b.total.toFixed(), b.available.toFixed()])],
-  )
-}
-
-function balanceChanged(organizationId: string, account: LockedAccount, at: Date): unknown[] {
-  const data = {
-    account: {
-      id: account.id,
-      ownerId: account.owner_id,
-      label: account.label,
-      asset: account.asset,
-      balance: { total: account.total.toFixed(), available: account.available.toFixed() },
-      createdAt: account.created_at!.toISOString(),
-      updatedAt: at.toISOString(),
-    },
-  }
-  return [uuidv7(), organizationId, 'core.account.balance-changed', 'account', account.id, account.owner_id, JSON.stringify(data), at]
-}
-
 /**
  * Moves locked flows past a stretch of steps and merges what the steps learned into their data, in one statement
  * (Tessera merges each flow's data in a statement of its own, then moves them all on in another).
@@ -528,24 +399,16 @@ async function rawRequests(client: pg.PoolClient, organizationId: string, templa
   const destination = { type: 'external-account', id: externalAccountId, ownerId: userId, network: ends.network }
   const denomination = { asset: 'EUR', amount, rate: template.denominationRate, target: 'origin' }
   await client.query(
-    insertRows(
-      'quotes',
-      ['organization_id', 'id', 'owner_id', 'kind', 'origin', 'destination', 'origin_account_id', 'destination_account_id', 'origin_asset', 'origin_amount', 'origin_rate',
-        'destination_asset', 'destination_amount', 'destination_rate', 'denomination', 'fees', 'requirements', 'created_at', 'expires_at', 'used_at'],
-      [[organizationId, quoteId, userId, 'withdrawal', JSON.stringify(origin), JSON.stringify(destination), eur.id, null, ends.asset, amount, '1', ends.external_asset, amount, '1',
-        JSON.stringify(denomination), '[]', '[]', quotedAt, new Date(quotedAt.getTime() + template.ttlMs), null]],
-    ),
+    insertRows('quotes', QUOTE_COLUMNS, [
+      [organizationId, quoteId, userId, 'withdrawal', JSON.stringify(origin), JSON.stringify(destination), eur.id, null, ends.asset, amount, '1', ends.external_asset, amount, '1',
+        JSON.stringify(denomination), '[]', '[]', quotedAt, new Date(quotedAt.getTime() + template.ttlMs), null],
+    ]),
   )
 
   // POST /core/transactions
-  await client.query('begin')
-  try {
+  await inTransaction(client, async () => {
     const at = new Date()
-    const { rows: [quote] } = await client.query<Omit<TransactionRow, 'status' | 'type' | 'quoted_at' | 'updated_at' | 'completed_at'>>(
-      'update quotes set used_at = $1 where organization_id = $2 and owner_id = $3 and id = $4 and used_at is null and expires_at > $1 returning *',
-      [at, organizationId, userId, quoteId],
-    )
-    if (!quote) throw new Error('raw SQL baseline: the quote was not found')
+    const quote = await useQuote<Omit<TransactionRow, 'status' | 'type' | 'quoted_at' | 'updated_at' | 'completed_at'>>(client, organizationId, userId, quoteId, at)
     // The duplicate-withdrawal rule: serialized per user and destination, then one lookup.
     const counterparty = `external-account:${externalAccountId}`
     await client.query('select pg_advisory_xact_lock(hashtextextended($1, 0))', [`transactions:counterparty:${organizationId}:${userId}:${counterparty}`])
@@ -576,64 +439,16 @@ async function rawRequests(client: pg.PoolClient, organizationId: string, templa
           row.origin_account_id, null, ends.network, null, counterparty, quote.id, row.quoted_at, at, at, null]],
       ),
     )
-    const holdId = uuidv7(at.getTime())
-    await client.query(
-      insertRows('ledger_holds', ['organization_id', 'id', 'account_id', 'asset', 'amount', 'status', 'reference', 'request_hash', 'created_at', 'updated_at'], [
-        [organizationId, holdId, row.origin_account_id, row.origin_asset, row.origin_amount, 'open', `${row.id}:hold`, 'raw-sql', at, at],
-      ]),
-    )
-    const account = (await lockAccounts(client, organizationId, [row.origin_account_id])).get(row.origin_account_id)!
-    account.available = account.available.minus(row.origin_amount)
-    if (account.available.isNegative()) throw new Error('raw SQL baseline: the origin ran out of money')
-    await setBalances(client, organizationId, [account], at)
-    await client.query(
-      insertRows('outbox_events', EVENT_COLUMNS, [
-        balanceChanged(organizationId, account, at),
-        [uuidv7(), organizationId, 'core.transaction.created', 'transaction', row.id, userId, JSON.stringify({ transaction: presentTransaction(row) }), at],
-      ]),
-    )
+    const created = () => [uuidv7(), organizationId, 'core.transaction.created', 'transaction', row.id, userId, JSON.stringify({ transaction: presentTransaction(row) }), at]
+    const holdId = await holdOrigin(client, organizationId, { transactionId: row.id, accountId: row.origin_account_id, asset: row.origin_asset, amount: row.origin_amount }, created, at)
     const data = { originAccountId: row.origin_account_id, originAmount: row.origin_amount, originAsset: row.origin_asset, destinationAsset: row.destination_asset, network: ends.network, holdId }
-    await client.query(
-      insertRows('flows', ['organization_id', 'id', 'type', 'status', 'step', 'data', 'error', 'created_at', 'updated_at'], [
-        [organizationId, row.id, 'withdrawal', 'running', 1, JSON.stringify(data), null, at, at],
-      ]),
-    )
-    await client.query(insertRows('flow_steps', FLOW_STEP_COLUMNS, [[organizationId, row.id, 'reserve', 'run', 0, null, at]]))
-    await client.query(
-      insertRows(
-        'jobs',
-        ['id', 'organization_id', 'type', 'payload', 'status', 'attempts', 'max_attempts', 'run_at', 'locked_until', 'locked_by', 'last_error', 'created_at', 'updated_at', 'finished_at'],
-        [[uuidv7(at.getTime()), organizationId, RAW_JOB_TYPE, JSON.stringify({ organizationId, flowId: row.id }), 'pending', 0, 10, at, null, null, null, at, at, null]],
-      ),
-    )
-    await client.query('commit')
-  } catch (error) {
-    await client.query('rollback').catch(() => {})
-    throw error
-  }
+    await startFlow(client, organizationId, 'withdrawal', row.id, data, RAW_JOB_TYPE, at)
+  })
 }
 
 /** The sandbox rail's trace of a completed SEPA order, derived from its key as the simulator derives it. */
 function networkReference(key: string): string {
   return `SBX${createHash('sha256').update(key).digest('hex').slice(0, 12).toUpperCase()}`
-}
-
-/** The worker's claim statement: up to `limit` due baseline jobs, leased to `workerId`. */
-async function rawClaim(client: pg.PoolClient, workerId: string, limit: number): Promise<RawJob[]> {
-  const { rows } = await client.query<RawJob>(
-    `update jobs set status = 'running', attempts = attempts + 1, locked_by = $1, locked_until = now() + make_interval(secs => 60), updated_at = now()
-     where id in (
-       select id from jobs where type = $2 and ((status = 'pending' and run_at <= now()) or (status = 'running' and locked_until <= now()))
-       order by run_at, id limit $3 for update skip locked)
-     returning id, payload`,
-    [workerId, RAW_JOB_TYPE, limit],
-  )
-  return rows
-}
-
-interface RawJob {
-  id: string
-  payload: { flowId: string }
 }
 
 /**
@@ -647,21 +462,6 @@ interface RawJob {
  */
 async function rawRun(client: pg.PoolClient, organizationId: string, clearingId: string, workerId: string, jobs: readonly RawJob[]): Promise<void> {
   const flowIds = jobs.map((job) => job.payload.flowId)
-  const transaction = async (work: () => Promise<void>) => {
-    await client.query('begin')
-    try {
-      await work()
-      await client.query('commit')
-    } catch (error) {
-      await client.query('rollback').catch(() => {})
-      throw error
-    }
-  }
-  const lockFlows = async (step: number) =>
-    (await client.query<{ id: string; data: { holdId: string } }>(
-      "select * from flows where organization_id = $1 and id = any($2::uuid[]) and status = 'running' and step = $3 order by id for update",
-      [organizationId, flowIds, step],
-    )).rows
 
   // submit: the orders, outside any database transaction, then the step's record.
   const { rows: live } = await client.query<{ id: string; destination_asset: string; destination_amount: string; network: string; details: { iban: string; bic: string } }>(
@@ -685,9 +485,9 @@ async function rawRun(client: pg.PoolClient, organizationId: string, clearingId:
     ),
   )
   const orderOf = new Map(receipts.map((receipt) => [receipt.reference, receipt.order_id]))
-  await transaction(async () => {
+  await inTransaction(client, async () => {
     const at = new Date()
-    const flows = await lockFlows(1)
+    const flows = await lockFlows(client, organizationId, flowIds, 1)
     await advanceFlows(client, organizationId, new Map(flows.map((flow) => [flow.id, { orderId: orderOf.get(flow.id) }])), 2, false, at)
     await client.query(insertRows('flow_steps', FLOW_STEP_COLUMNS, flows.map((flow) => [organizationId, flow.id, 'submit', 'run', 1, null, at])))
   })
@@ -700,13 +500,10 @@ async function rawRun(client: pg.PoolClient, organizationId: string, clearingId:
   const now = new Date()
   if (outcomes.some((outcome) => outcome.status !== 'completed' || outcome.settles_at > now)) throw new Error('raw SQL baseline: an order did not complete at once')
   const traceOf = new Map(outcomes.map((outcome) => [outcome.reference, outcome.network_reference]))
-  await transaction(async () => {
+  await inTransaction(client, async () => {
     const at = new Date()
-    const flows = await lockFlows(2)
-    const { rows } = await client.query<TransactionRow>(
-      "select * from transactions where organization_id = $1 and id = any($2::uuid[]) and status = 'processing' order by id for update",
-      [organizationId, flows.map((flow) => flow.id)],
-    )
+    const flows = await lockFlows(client, organizationId, flowIds, 2)
+    const rows = await lockProcessing<TransactionRow>(client, organizationId, flows.map((flow) => flow.id))
     const holds = new Map(flows.map((flow) => [flow.id, flow.data.holdId]))
     const captured: unknown[][] = []
     const postings: unknown[][] = []
@@ -716,13 +513,8 @@ async function rawRun(client: pg.PoolClient, organizationId: string, clearingId:
       postings.push([organizationId, captureId, 'withdrawal', `${row.id}:capture`, 'raw-sql', holds.get(row.id), JSON.stringify({ transactionId: row.id }), at])
     }
     // The holds first, then the references, then the accounts, as the ledger's `captureAndPost`.
-    const holdValues = captured.map((_, i) => `($${2 * i + 3}::uuid, $${2 * i + 4}::uuid)`).join(', ')
-    await client.query(
-      `update ledger_holds as h set status = 'captured', updated_at = $1, transaction_id = v.transaction_id
-       from (values ${holdValues}) as v(id, transaction_id) where h.organization_id = $2 and h.id = v.id and h.status = 'open'`,
-      [at, organizationId, ...captured.flat()],
-    )
-    await client.query(insertRows('ledger_transactions', ['organization_id', 'id', 'type', 'reference', 'request_hash', 'hold_id', 'data', 'created_at'], postings))
+    await captureHolds(client, organizationId, captured, at)
+    await client.query(insertRows('ledger_transactions', LEDGER_TRANSACTION_COLUMNS, postings))
     const accounts = await lockAccounts(client, organizationId, [clearingId, ...rows.map((row) => row.origin_account_id)])
     const entries: unknown[][] = []
     rows.forEach((row, i) => {
@@ -740,13 +532,10 @@ async function rawRun(client: pg.PoolClient, organizationId: string, clearingId:
       )
     })
     await setBalances(client, organizationId, [...accounts.values()], at)
-    await client.query(insertRows('ledger_entries', ['organization_id', 'id', 'transaction_id', 'account_id', 'asset', 'amount', 'created_at'], entries))
+    await client.query(insertRows('ledger_entries', LEDGER_ENTRY_COLUMNS, entries))
     // One balance-changed event per user account, with its final balance, as the ledger's one write for the batch.
     const events = [...new Set(rows.map((row) => row.origin_account_id))].map((id) => balanceChanged(organizationId, accounts.get(id)!, at))
-    const { rows: completed } = await client.query<TransactionRow>(
-      "update transactions set status = 'completed', reason = null, updated_at = $1, completed_at = $1 where organization_id = $2 and id = any($3::uuid[]) and status = 'processing' returning *",
-      [at, organizationId, rows.map((row) => row.id)],
-    )
+    const completed = await completeTransactions<TransactionRow>(client, organizationId, rows.map((row) => row.id), at)
     for (const row of completed) {
       events.push([uuidv7(), organizationId, 'core.transaction.status-changed', 'transaction', row.id, row.owner_id, JSON.stringify({ transaction: presentTransaction(row) }), at])
     }
@@ -756,11 +545,7 @@ async function rawRun(client: pg.PoolClient, organizationId: string, clearingId:
       insertRows('flow_steps', FLOW_STEP_COLUMNS, flows.flatMap((flow) => [[organizationId, flow.id, 'confirm', 'run', 2, null, at], [organizationId, flow.id, 'settle', 'run', 3, null, at]])),
     )
   })
-  const finished = new Date()
-  await client.query(
-    "update jobs set status = 'completed', locked_by = null, locked_until = null, last_error = null, updated_at = $1, finished_at = $1 where id = any($2::uuid[]) and locked_by = $3 and status = 'running'",
-    [finished, jobs.map((job) => job.id), workerId],
-  )
+  await completeJobs(client, jobs, workerId)
 }
 
 /**
@@ -814,7 +599,7 @@ async function rawSql(pool: pg.Pool, organizationId: string, clearingId: string,
         let claimed = 0
         const wanted = Math.min(batches[batch % batches.length]!, count - claimedTotal)
         if (idle.length > 0 && wanted > 0 && committed - claimedTotal >= wanted) {
-          const jobs = await rawClaim(claimer, workerId, wanted)
+          const jobs = await claimJobs(claimer, workerId, RAW_JOB_TYPE, wanted)
           claimed = jobs.length
           claimedTotal += claimed
           batch++
@@ -991,8 +776,7 @@ async function main(): Promise<number> {
   }
   await stopChild(tessera.child)
 
-  const check = await runCommand(process.execPath, ['src/main.ts', 'ledger', 'check'], { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'warn' })
-  if (check.code !== 0) throw new Error(`tessera ledger check failed after the run (exit ${check.code}):\n${check.stderr}${check.stdout}`)
+  await ledgerCheck(url)
 
   const met = (ratio: number) => (ratio >= TARGET_RATIO ? 'met' : 'not met')
   const percent = (load: number) => `${(load * 100).toFixed(0)}%`
@@ -1024,18 +808,12 @@ async function main(): Promise<number> {
     '',
   ]
   process.stdout.write(lines.join('\n'))
-  fs.mkdirSync(RESULTS_DIR, { recursive: true })
-  const file = path.join(RESULTS_DIR, `withdrawals-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`)
-  const report = {
-    startedAt: startedAt.toISOString(),
-    environment: { node: process.version, cpus: os.cpus().length, postgres: postgresVersion, backgroundCpuLoad: backgroundLoad },
+  const figures = {
     settings: { ...settings, databaseUrl: settings.databaseUrl ? '(given)' : null, sandboxRailSettleMs: 0, ibans: IBANS, firstAmountCents: FIRST_AMOUNT_CENTS },
     targetRatio: TARGET_RATIO,
     rows,
   }
-  fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`)
-  process.stdout.write(`Results: ${path.relative(ROOT, file)}\n`)
-  if (profileDir) process.stdout.write(`CPU profile of Tessera: ${path.relative(ROOT, profileDir)}/\n`)
+  writeResults('withdrawals', startedAt, { postgres: postgresVersion, backgroundCpuLoad: backgroundLoad }, figures, profileDir)
   const missed = rows.filter((row) => row.ratio < TARGET_RATIO)
   if (settings.enforceTarget && missed.length > 0) {
     process.stderr.write(`\n${missed.map((row) => `${row.scenario} ${row.ratio.toFixed(3)}`).join(', ')}: below the target of ${TARGET_RATIO} (BENCH_ENFORCE_TARGET=1)\n`)
