@@ -216,6 +216,7 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
     db: database.db,
     accounts: { ownedAccount: (principal, id) => accounts.metadataOwner(principal, id) },
     quotes,
+    canonicalAddress: (network, address, reference) => networks.canonicalAddress(network, address, reference),
     afterCreate: pokeWorker,
   })
   const flows = new FlowRunner({ db: database.db, jobs })

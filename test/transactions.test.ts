@@ -299,7 +299,7 @@ if (TEST_DATABASE_URL) {
         runner: new FlowRunner({ db: second.db, jobs: handlers }),
         ledger: new LedgerService({ db: second.db, assets: { decimalsOf: (code) => (code === 'BTC' ? 8 : undefined) } }),
         // A worker's transactions service: it never reads accounts or executes quotes.
-        transactions: new TransactionsService({ db: second.db, accounts: { ownedAccount: async () => null }, quotes: { use: async () => assert.fail('no quotes here') } }),
+        transactions: new TransactionsService({ db: second.db, accounts: { ownedAccount: async () => null }, quotes: { use: async () => assert.fail('no quotes here') }, canonicalAddress: (_network, address) => address }),
         batchSize: 7,
       })
       const workers = [

@@ -5,6 +5,7 @@ import type { LedgerService } from '../modules/ledger/index.ts'
 import type { QuotedMovement, TransactionsService } from '../modules/transactions/index.ts'
 import { RailUnavailableError, type PaymentRail, type RailCounterparty, type RailFailureReason, type RailOrder } from '../providers/rails/payouts.ts'
 import { failTransaction } from './failure-reasons.ts'
+import { reserveStep, type Reserved } from './reserve.step.ts'
 import { FlowFailure, FlowWait, type Flow, type FlowHandle, type FlowRunner, type FlowStep } from './runner.ts'
 
 /**
@@ -17,9 +18,7 @@ import { FlowFailure, FlowWait, type Flow, type FlowHandle, type FlowRunner, typ
 type PostingInput = Parameters<LedgerService['postAll']>[0][number]
 
 /** The transaction's figures (its origin account: none for a bank pull; its rail network), then what the steps learn. */
-export interface RailFlowData extends QuotedMovement {
-  /** The hold on the origin account (withdrawals), once placed. */
-  holdId?: string
+export interface RailFlowData extends QuotedMovement, Reserved {
   /** The rail's id of the order, once it took it. */
   orderId?: string
   /** The rail's trace of the payment, once it completed. */
@@ -161,20 +160,7 @@ export function defineWithdrawalFlow(deps: RailFlowDeps): FlowHandle<RailFlowDat
     // Once the rail took the order, only the rail's word fails the withdrawal: the money may be on its way.
     irreversibleAfter: 'submit',
     steps: [
-      {
-        name: 'reserve',
-        async run(tx, flows) {
-          const patches = new Map<string, Partial<RailFlowData>>()
-          for (const flow of flows) {
-            const hold = await ledger.placeHold({ organizationId: flow.organizationId, accountId: flow.data.originAccountId!, amount: flow.data.originAmount, reference: `${flow.id}:hold` }, { tx })
-            patches.set(flow.id, { holdId: hold.id })
-          }
-          return patches
-        },
-        async compensate(tx, flow) {
-          if (flow.data.holdId !== undefined) await ledger.releaseHold({ organizationId: flow.organizationId, holdId: flow.data.holdId }, { tx })
-        },
-      },
+      reserveStep<RailFlowData>(ledger),
       ...railSteps(deps),
       {
         name: 'settle',

@@ -4,13 +4,11 @@ import { DomainError } from '../lib/errors.ts'
 import type { LedgerService } from '../modules/ledger/index.ts'
 import type { QuotedMovement, TransactionsService } from '../modules/transactions/index.ts'
 import { failTransaction } from './failure-reasons.ts'
+import { reserveStep, type Reserved } from './reserve.step.ts'
 import type { FlowHandle, FlowRunner } from './runner.ts'
 
 /** What the origin pays, from which account: the transaction's own figures, given when the flow starts. */
-export interface TradeFlowData extends QuotedMovement {
-  /** The hold on the origin account, once placed. */
-  holdId?: string
-}
+export type TradeFlowData = QuotedMovement & Reserved
 
 export interface VelocityLimit {
   /** Movements one user may start per window; 0 turns the check off. */
@@ -74,20 +72,7 @@ export function defineTradeFlow(deps: { runner: FlowRunner; ledger: LedgerServic
     type: 'trade',
     batchSize: deps.batchSize,
     steps: [
-      {
-        name: 'reserve',
-        async run(tx, flows) {
-          const patches = new Map<string, Partial<TradeFlowData>>()
-          for (const flow of flows) {
-            const hold = await ledger.placeHold({ organizationId: flow.organizationId, accountId: flow.data.originAccountId!, amount: flow.data.originAmount, reference: `${flow.id}:hold` }, { tx })
-            patches.set(flow.id, { holdId: hold.id })
-          }
-          return patches
-        },
-        async compensate(tx, flow) {
-          if (flow.data.holdId !== undefined) await ledger.releaseHold({ organizationId: flow.organizationId, holdId: flow.data.holdId }, { tx })
-        },
-      },
+      reserveStep<TradeFlowData>(ledger),
       {
         name: 'screen',
         async run(tx, flows) {

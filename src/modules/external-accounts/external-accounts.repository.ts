@@ -70,8 +70,8 @@ export function markDeleted(tx: Tx, organizationId: string, ownerId: string, id:
 }
 
 /** How many cards the user has linked: live ones, and distinct cards ever (deleted ones included). */
-export async function cardCounts(tx: Tx, organizationId: string, ownerId: string): Promise<{ live: number; distinct: number }> {
-  const row = await tx
+export async function cardCounts(db: Executor, organizationId: string, ownerId: string): Promise<{ live: number; distinct: number }> {
+  const row = await db
     .selectFrom('external_accounts')
     .select([
       sql<string>`count(*) filter (where deleted_at is null)`.as('live'),
@@ -98,8 +98,8 @@ export async function hasLive(db: Executor, organizationId: string, ownerId: str
 }
 
 /** Whether the user has linked this card before (a fingerprint of theirs, live or deleted). */
-export async function hasFingerprint(tx: Tx, organizationId: string, ownerId: string, fingerprint: string): Promise<boolean> {
-  const row = await tx
+export async function hasFingerprint(db: Executor, organizationId: string, ownerId: string, fingerprint: string): Promise<boolean> {
+  const row = await db
     .selectFrom('external_accounts')
     .select('id')
     .where('organization_id', '=', organizationId)

@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto'
-import type { Db, ExternalAccountRow, Tx } from '../../db/schema.ts'
+import type { Db, Executor, ExternalAccountRow, Tx } from '../../db/schema.ts'
 import { isUniqueViolation } from '../../db/errors.ts'
 import { pageWindow, type PageWindow, type PaginationParams } from '../../http/pagination.ts'
 import type { Principal } from '../../http/principal.ts'
@@ -29,7 +29,8 @@ export interface ExternalAccountRails {
 
 export interface ExternalAccountNetworks {
   validateAddress(code: string, address: string, reference?: string): { isValid: true } | { isValid: false; error: { code: string; message: string } }
-  addressFamily(code: string): string | undefined
+  /** The one spelling of an address on the network, so that the same address written otherwise compares equal. */
+  canonicalAddress(code: string, address: string, reference?: string): string
 }
 
 export interface ExternalAccountCapabilities {
@@ -157,7 +158,8 @@ export class ExternalAccountsService {
     const id = uuidv7(now.getTime())
     // The same details again are a duplicate, whatever the limits; and a card already linked is not verified again.
     if (await repository.hasLive(this.db, principal.organizationId, ownerId, fingerprint)) throw duplicate(...prepared.duplicateOf)
-    if (prepared.card) await this.checkCardLimits(principal, ownerId, fingerprint)
+    // A first count before the issuer is asked: a card that could not be stored is not verified.
+    if (prepared.card) await this.checkCardCounts(this.db, principal.organizationId, ownerId, fingerprint)
     if (prepared.card) this.verified(await this.verify(prepared.card, principal.organizationId, id))
     const enabled = await this.capabilities.enabledFor(principal)
     try {
@@ -370,17 +372,13 @@ export class ExternalAccountsService {
           const property = check.error.code === 'address_invalid' ? 'address' : 'reference'
           throw new DomainError('crypto_address_invalid', check.error.message, { details: { context: 'body', property } })
         }
-        // Addresses that are case-insensitive (hex, bech32) are compared in lower case; base58 ones as written.
-        const family = this.networks.addressFamily(body.network)
-        const caseless = family === 'ethereum' || /^(bc|tb|ltc|tltc)1/i.test(body.address)
-        const address = caseless ? body.address.toLowerCase() : body.address
         return {
           type: 'crypto',
           network: body.network,
           asset: body.asset,
           method: rail.method,
           details: { address: body.address, ...(body.reference !== undefined ? { reference: body.reference } : {}) },
-          identity: `${address}/${body.reference ?? ''}/${body.asset}`,
+          identity: `${this.networks.canonicalAddress(body.network, body.address, body.reference)}/${body.asset}`,
           duplicateOf: ['address', 'crypto address'],
         }
       }
@@ -450,17 +448,12 @@ export class ExternalAccountsService {
     throw operationNotAllowed('The card was declined', ['card-declined'])
   }
 
-  /** A first check before the issuer is asked: a card that could not be stored is not verified. */
-  private async checkCardLimits(principal: Principal, ownerId: string, fingerprint: string): Promise<void> {
-    await this.db.transaction().execute((tx) => this.checkCardCounts(tx, principal.organizationId, ownerId, fingerprint))
-  }
-
-  private async checkCardCounts(tx: Tx, organizationId: string, ownerId: string, fingerprint: string): Promise<void> {
-    const counts = await repository.cardCounts(tx, organizationId, ownerId)
+  private async checkCardCounts(db: Executor, organizationId: string, ownerId: string, fingerprint: string): Promise<void> {
+    const counts = await repository.cardCounts(db, organizationId, ownerId)
     const failure = (requirements: string[], restrictions: string[]) =>
       new DomainError('user_capability_failure', 'The user has capability constraints', { details: { capability: { code: 'cards', requirements, restrictions } } })
     if (counts.live >= this.settings.maxLiveCards) throw failure(['user-must-delete-card'], [])
-    if (counts.distinct >= this.settings.maxDistinctCards && !(await repository.hasFingerprint(tx, organizationId, ownerId, fingerprint))) {
+    if (counts.distinct >= this.settings.maxDistinctCards && !(await repository.hasFingerprint(db, organizationId, ownerId, fingerprint))) {
       throw failure([], ['user-unique-card-limit-reached'])
     }
   }

@@ -2,7 +2,7 @@ import { base58, bech32, bech32m, createBase58check } from '@scure/base'
 import { sha256 } from '@noble/hashes/sha2.js'
 import { keccak_256 } from '@noble/hashes/sha3.js'
 import { utf8ToBytes } from '@noble/hashes/utils.js'
-import { codec as xrpCodec, decodeXAddress, isValidClassicAddress } from 'ripple-address-codec'
+import { codec as xrpCodec, decodeXAddress, isValidClassicAddress, isValidXAddress, xAddressToClassicAddress } from 'ripple-address-codec'
 
 export type AddressFamily = 'bitcoin' | 'litecoin' | 'ethereum' | 'xrp-ledger' | 'solana'
 /** Which chain's address forms are accepted: sandbox deployments use test chains, production the main chains. */
@@ -248,5 +248,34 @@ function parseXAddress(address: string): XAddressParts | AddressRejection {
   } catch {
     // Flags other than "no tag" and "32-bit tag", or a "no tag" address with tag bytes set.
     return 'invalid_tag_field'
+  }
+}
+
+const BECH32_PREFIX = /^(bc|tb|ltc|tltc)1/i
+
+/**
+ * The one spelling of an address (and its destination tag) on a network of the family, so that however it is
+ * written it compares equal: hex and bech32 in lower case, an XRP X-address as classic address and tag.
+ * Assumes the address is valid for its network.
+ */
+export function canonicalAddress(family: AddressFamily, address: string, reference?: string): string {
+  switch (family) {
+    case 'ethereum':
+      // The EIP-55 checksum is only a spelling: every case of the same hex names the same account.
+      return address.toLowerCase()
+    case 'bitcoin':
+    case 'litecoin':
+      // Bech32 is case-insensitive (all upper case is valid, e.g. in QR codes); base58 is not.
+      return BECH32_PREFIX.test(address) ? address.toLowerCase() : address
+    case 'solana':
+      return address
+    case 'xrp-ledger': {
+      // An X-address carries the destination tag inside it; it names the same destination as classic + tag.
+      if (isValidXAddress(address)) {
+        const { classicAddress, tag } = xAddressToClassicAddress(address)
+        return tag === false ? classicAddress : `${classicAddress}#${tag}`
+      }
+      return reference === undefined ? address : `${address}#${Number(reference)}`
+    }
   }
 }

@@ -2,7 +2,7 @@
  * Reference data: assets and prices, networks, countries, rails (tables `price_points`, `asset_cooldown_skips`).
  * The module's public entry: the rest of src/ imports it from here only (docs/architecture.md).
  */
-export type { AddressFamily, Chain } from './addresses.ts'
+export { canonicalAddress, type AddressFamily, type Chain } from './addresses.ts'
 export { assetsRoutes } from './assets.routes.ts'
 export { AssetsFile } from './assets.schemas.ts'
 export { AssetCatalogue, AssetsService, userDirectoryOf } from './assets.service.ts'

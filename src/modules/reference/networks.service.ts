@@ -1,5 +1,5 @@
 import { DomainError, notFound } from '../../lib/errors.ts'
-import { validateAddress, type AddressCheck, type AddressFamily, type Chain } from './addresses.ts'
+import { canonicalAddress, validateAddress, type AddressCheck, type AddressFamily, type Chain } from './addresses.ts'
 import type { Network, NetworkDefinition } from './networks.schemas.ts'
 import { ReferenceDataError } from './reference-data.ts'
 
@@ -57,6 +57,12 @@ export class NetworksService {
   addressFamily(code: string): AddressFamily | undefined {
     const definition = this.definitions.get(code)
     return definition?.type === 'crypto' ? definition.addressFamily : undefined
+  }
+
+  /** The one spelling of an address of a crypto network of the catalogue (as written for any other network). */
+  canonicalAddress(code: string, address: string, reference?: string): string {
+    const family = this.addressFamily(code)
+    return family === undefined ? address : canonicalAddress(family, address, reference)
   }
 
   /** The chain this deployment uses: test chains in sandbox, main chains in production. */

@@ -5,4 +5,4 @@
 export { DepositsService } from './deposits.service.ts'
 export { transactionsRoutes } from './transactions.routes.ts'
 export { Denomination, Endpoint, Fees, type TransactionNode, type TransactionStatusReason } from './transactions.schemas.ts'
-export { counterpartyOf, TransactionsService, type QuotedMovement } from './transactions.service.ts'
+export { TransactionsService, type QuotedMovement } from './transactions.service.ts'

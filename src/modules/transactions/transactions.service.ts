@@ -88,16 +88,18 @@ export interface AtomicIdempotency {
   complete(tx: Tx, status: number, body: unknown): Promise<void>
 }
 
+/** The one spelling of an address on a network (the reference module's networks answer). */
+export type CanonicalAddress = (network: string, address: string, reference?: string) => string
+
 /**
  * One key for a place outside Tessera, so that movements to it can be found again: the external account, or the
- * crypto address (hex and bech32 addresses in lower case, as they are the same in any case).
+ * crypto address in its one spelling on its network (with its tag).
  */
-export function counterpartyOf(node: Record<string, unknown>): string | null {
+export function counterpartyOf(node: Record<string, unknown>, canonical: CanonicalAddress): string | null {
   if (node.type === 'external-account') return `external-account:${String(node.id)}`
   if (node.type === 'crypto-address') {
-    const address = String(node.address)
-    const caseless = /^0x[0-9a-f]+$/i.test(address) || /^(bc|tb|ltc|tltc)1/i.test(address)
-    return `crypto-address:${String(node.network)}:${caseless ? address.toLowerCase() : address}:${typeof node.reference === 'string' ? node.reference : ''}`
+    const network = String(node.network)
+    return `crypto-address:${network}:${canonical(network, String(node.address), typeof node.reference === 'string' ? node.reference : undefined)}`
   }
   return null
 }
@@ -123,9 +125,11 @@ export class TransactionsService {
   private readonly quotes: QuoteUser
   private readonly flows = new Map<string, { flow: MovementFlow<QuotedMovement>; inline: number }>()
   private readonly afterCreate: () => void
+  private readonly canonicalAddress: CanonicalAddress
 
-  constructor(deps: { db: Db; accounts: AccountDirectory; quotes: QuoteUser; afterCreate?: () => void }) {
+  constructor(deps: { db: Db; accounts: AccountDirectory; quotes: QuoteUser; canonicalAddress: CanonicalAddress; afterCreate?: () => void }) {
     this.db = deps.db
+    this.canonicalAddress = deps.canonicalAddress
     this.accounts = deps.accounts
     this.quotes = deps.quotes
     this.afterCreate = deps.afterCreate ?? (() => {})
@@ -153,7 +157,7 @@ export class TransactionsService {
       const execution = this.flows.get(quote.kind)
       if (!execution || !isTransactionKind(quote.kind)) throw new Error(`No flow executes quotes of kind ${quote.kind}`)
       const outside = quote.kind === 'withdrawal' ? quote.destination : quote.kind === 'deposit' ? quote.origin : null
-      const counterparty = outside ? counterpartyOf(outside) : null
+      const counterparty = outside ? counterpartyOf(outside, this.canonicalAddress) : null
       if (quote.kind === 'withdrawal' && counterparty !== null) await this.refuseDuplicateWithdrawal(tx, principal.organizationId, ownerId, counterparty, quote, at)
       const row = await repository.insert(tx, {
         organization_id: principal.organizationId,
