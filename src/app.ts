@@ -1,5 +1,6 @@
 import { externalAccountsRoutes } from './modules/external-accounts/index.ts'
 import { randomUUID } from 'node:crypto'
+import cors from '@fastify/cors'
 import rateLimit from '@fastify/rate-limit'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Ajv, type Options as AjvOptions } from 'ajv'
@@ -29,6 +30,8 @@ import { assetsRoutes, countriesRoutes, networksRoutes, railsRoutes, ratesRoutes
 import { termsOfServiceRoutes } from './modules/terms-of-service/index.ts'
 import { transactionsRoutes } from './modules/transactions/index.ts'
 import { usersRoutes } from './modules/users/index.ts'
+import { pagesRoutes, widgetsRoutes } from './modules/widgets/index.ts'
+import { sandboxIssuerRoutes } from './providers/cards/sandbox-issuer.routes.ts'
 
 export type { Services } from './container.ts'
 
@@ -125,6 +128,17 @@ async function registerApi(app: App, container: Container): Promise<void> {
   const { config, database, services } = container
   const { auth, signer, scopes } = services
 
+  // Browser apps of the allowed origins call the API directly (the upstream widget test app does): CORS answers
+  // their preflights. Any origin in sandbox by default; none in production unless ALLOWED_ORIGINS names them.
+  // Registered first, so that every answer carries its headers, a refused token's included.
+  await app.register(cors, {
+    origin: config.allowedOrigins === '*' ? true : config.allowedOrigins.length > 0 ? [...config.allowedOrigins] : false,
+    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    exposedHeaders: [REQUEST_ID_HEADER, 'etag', 'location', 'retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'],
+    maxAge: 600,
+    strictPreflight: false,
+  })
+
   // Requests still being handled when the app closes finish before the database goes away. A response
   // always emits 'close' (sent, or its connection dropped), unlike Fastify's onResponse.
   const inFlight = new Set<string>()
@@ -187,6 +201,11 @@ async function registerApi(app: App, container: Container): Promise<void> {
   await app.register(transactionsRoutes(services.transactions, config.publicUrl, database.db))
   await app.register(depositMethodsRoutes(services.depositMethods))
   await app.register(externalAccountsRoutes(services.externalAccounts, config.publicUrl))
+  await app.register(widgetsRoutes(services.widgets))
+  await app.register(pagesRoutes({ publicUrl: config.publicUrl, allowedOrigins: config.allowedOrigins, examples: config.environment === 'sandbox' }))
+  if (services.sandboxCardProcessor) {
+    await app.register(sandboxIssuerRoutes(services.sandboxCardProcessor, { frameAncestors: config.allowedOrigins === '*' ? '*' : ["'self'", ...config.allowedOrigins].join(' ') }))
+  }
   // Simulated deposits exist in sandbox only: in production their routes are not registered (404).
   if (services.depositTestHelpers) await app.register(depositTestHelpersRoutes(services.depositTestHelpers))
 

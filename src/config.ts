@@ -62,6 +62,20 @@ export interface Config {
   cardsMaxDistinct: number
   /** Sandbox: how long the simulated payment rail takes to settle an order (SANDBOX_RAIL_SETTLE_MS). */
   sandboxRailSettleMs: number
+  /** Sandbox: how long the issuer's 3-D Secure challenge waits for the cardholder (SANDBOX_3DS_CHALLENGE_TTL_MS). */
+  sandbox3dsChallengeTtlMs: number
+  /** How long a card deposit waiting for its 3-D Secure challenge waits before it asks the processor again (CARD_CHALLENGE_POLL_MS). */
+  cardChallengePollMs: number
+  /**
+   * Origins of client web apps that call the API from the browser (CORS) and embed the widgets (framing), from
+   * ALLOWED_ORIGINS: `*` for any (the sandbox default), none by default in production.
+   */
+  allowedOrigins: '*' | string[]
+  /** How long a widget session (its token) lasts (WIDGET_SESSION_TTL_SECONDS). */
+  widgetSessionTtlSeconds: number
+  /** How often the payment widget asks for a transaction's status, and how many times at most (WIDGET_POLL_INTERVAL_MS, WIDGET_POLL_MAX_ATTEMPTS). */
+  widgetPollIntervalMs: number
+  widgetPollMaxAttempts: number
 }
 
 export class ConfigError extends Error {
@@ -178,6 +192,24 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     ? false
     : rawTrustProxy === 'true' ? true : rawTrustProxy
 
+  // Origins as browsers send them: scheme, host and port, no path.
+  const rawOrigins = read('ALLOWED_ORIGINS') ?? (environment === 'sandbox' ? '*' : '')
+  let allowedOrigins: '*' | string[] = []
+  if (rawOrigins.trim() === '*') allowedOrigins = '*'
+  else {
+    for (const origin of rawOrigins.split(',').map((value) => value.trim()).filter((value) => value !== '')) {
+      let parsed: URL | undefined
+      try {
+        parsed = new URL(origin)
+      } catch {
+        parsed = undefined
+      }
+      if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') || parsed.origin !== origin) {
+        problems.push(`ALLOWED_ORIGINS must be * or a comma-separated list of origins such as https://app.example.com (got "${origin}")`)
+      } else (allowedOrigins as string[]).push(origin)
+    }
+  }
+
   const config: Config = {
     environment,
     host,
@@ -215,6 +247,12 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     cardsMaxLinked: integer('CARDS_MAX_LINKED', 5, 1, 1000),
     cardsMaxDistinct: integer('CARDS_MAX_DISTINCT', 20, 1, 100_000),
     sandboxRailSettleMs: integer('SANDBOX_RAIL_SETTLE_MS', 2_000, 0, 86_400_000),
+    sandbox3dsChallengeTtlMs: integer('SANDBOX_3DS_CHALLENGE_TTL_MS', 600_000, 1_000, 86_400_000),
+    cardChallengePollMs: integer('CARD_CHALLENGE_POLL_MS', 30_000, 100, 3_600_000),
+    allowedOrigins,
+    widgetSessionTtlSeconds: integer('WIDGET_SESSION_TTL_SECONDS', 900, 60, 86_400),
+    widgetPollIntervalMs: integer('WIDGET_POLL_INTERVAL_MS', 1_000, 100, 60_000),
+    widgetPollMaxAttempts: integer('WIDGET_POLL_MAX_ATTEMPTS', 180, 1, 10_000),
   }
   if (config.quoteTtlMs > config.quoteMaxTtlMs) problems.push(`QUOTE_TTL_MS (${config.quoteTtlMs}) must not exceed QUOTE_MAX_TTL_MS (${config.quoteMaxTtlMs})`)
 

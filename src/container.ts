@@ -2,6 +2,7 @@ import type { Config } from './config.ts'
 import { ChangeFeed } from './db/changes.ts'
 import type { DatabaseHandle } from './db/database.ts'
 import { defineDepositFlow } from './flows/deposit.flow.ts'
+import { defineCardDepositFlow } from './flows/card-deposit.flow.ts'
 import { defineBankPullFlow, defineWithdrawalFlow } from './flows/rail.flows.ts'
 import { FlowRunner } from './flows/runner.ts'
 import { defineTradeFlow } from './flows/trade.flow.ts'
@@ -39,6 +40,7 @@ import {
 import { TermsOfServiceFile, TermsOfServiceService } from './modules/terms-of-service/index.ts'
 import { DepositsService, TransactionsService } from './modules/transactions/index.ts'
 import { UsersService } from './modules/users/index.ts'
+import { WidgetsService } from './modules/widgets/index.ts'
 import { SandboxCardProcessor } from './providers/cards/sandbox.ts'
 import { SandboxKycProvider } from './providers/kyc/sandbox.ts'
 import { SANDBOX_PRICE_SEED, SandboxPriceFeed } from './providers/prices/sandbox.ts'
@@ -88,6 +90,9 @@ export interface Services {
   externalAccounts: ExternalAccountsService
   /** Sandbox only (null in production): simulated deposits, sent through the sandbox rails. */
   depositTestHelpers: DepositTestHelpersService | null
+  widgets: WidgetsService
+  /** Sandbox only (null in production): the simulated card processor, whose issuer pages Tessera serves. */
+  sandboxCardProcessor: SandboxCardProcessor | null
 }
 
 export interface Container {
@@ -170,8 +175,12 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
   }
   const accounts = new AccountsService({ db: database.db, ledger, assets: { mayHold } })
   metadata.registerEntity('accounts', (principal, entityId) => accounts.metadataOwner(principal, entityId))
-  // The card processor verifies cards as they are linked: the simulator in sandbox. Production has no adapter yet,
-  // so there cards cannot be linked (409, permission-denied) rather than be linked unverified.
+  // The card processor verifies cards as they are linked and takes card payments: the simulator in sandbox.
+  // Production has no adapter yet, so there cards cannot be linked (409, permission-denied) rather than be linked
+  // unverified, and card deposits are not quoted.
+  const cardProcessor = config.environment === 'sandbox'
+    ? new SandboxCardProcessor({ db: database.db, publicUrl: config.publicUrl, challengeTtlMs: config.sandbox3dsChallengeTtlMs })
+    : null
   const externalAccounts = new ExternalAccountsService({
     db: database.db,
     rails,
@@ -179,7 +188,7 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
     capabilities: { enabledFor: (principal) => capabilities.enabledFor(principal), require: (principal, code) => capabilities.require(principal, code) },
     users: { residence: async (principal) => (await users.getMe(principal)).address?.country ?? null },
     currencyOf: (country) => countries.currencyOf(country),
-    processor: config.environment === 'sandbox' ? new SandboxCardProcessor() : null,
+    processor: cardProcessor,
     bins: loadReferenceData<CardBinsFile>('card-bins.json', CardBinsFile, config.referenceDataDir).ranges,
     settings: { maxLiveCards: config.cardsMaxLinked, maxDistinctCards: config.cardsMaxDistinct },
     sealingKey: deps.secrets.sealingKey,
@@ -198,7 +207,7 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
       validateAddress: (code, address, reference) => networks.validateAddress(code, address, reference),
       railHas: (type, network, asset, feature) => rails.list({ type: [type], network: [network], asset: [asset] }).some((rail) => rail.features.includes(feature)),
     },
-    executes: new Set(paymentRail ? ['trade', 'transfer', 'withdrawal', 'deposit'] : ['trade', 'transfer']),
+    executes: new Set(['trade', 'transfer', ...(paymentRail ? ['withdrawal', 'deposit:bank'] : []), ...(cardProcessor ? ['deposit:card'] : [])]),
     assets: { decimalsOf, forUser: (principal, codes, enabled) => assets.getMany(principal, codes, enabled) },
     capabilities,
     prices: { usdQuote: (code) => rates.usdQuote(code) },
@@ -234,6 +243,23 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
     transactions.executeWith('withdrawal', defineWithdrawalFlow(railDeps))
     // Nothing is held before a bank pull: its first step is the call to the rail, made by the worker.
     transactions.executeWith('deposit', defineBankPullFlow(railDeps), { inline: 0 })
+  }
+  if (cardProcessor) {
+    const cardDeposits = defineCardDepositFlow({
+      runner: flows,
+      ledger,
+      transactions,
+      processor: cardProcessor,
+      directory: externalAccounts,
+      batchSize: config.workerBatchSize,
+      challengePollMs: config.cardChallengePollMs,
+    })
+    // The request asks the issuer at once: its answer (a 3-D Secure challenge to show) is part of the response.
+    transactions.executeWith('deposit:card', cardDeposits, { inline: 0, afterCommit: 1 })
+    // A cardholder who answered the challenge need not wait for the flow's next look.
+    cardProcessor.onChange(({ organizationId, reference }) => {
+      void cardDeposits.wake(organizationId, [reference]).then(pokeWorker, (error: unknown) => deps.logger?.warn({ err: error }, 'could not wake a card deposit'))
+    })
   }
   const deposits = new DepositsService({
     db: database.db,
@@ -273,6 +299,18 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
     depositTestHelpers = new DepositTestHelpersService({ rails, networks, users, bankRail, chainRail })
   }
 
+  const widgets = new WidgetsService({
+    signer,
+    quotes,
+    settings: {
+      publicUrl: config.publicUrl,
+      sessionTtlSeconds: config.widgetSessionTtlSeconds,
+      pollIntervalMs: config.widgetPollIntervalMs,
+      maxPollAttempts: config.widgetPollMaxAttempts,
+      paymentsEnabled: cardProcessor !== null,
+    },
+  })
+
   return {
     config,
     database,
@@ -305,6 +343,8 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
       depositMethods,
       externalAccounts,
       depositTestHelpers,
+      sandboxCardProcessor: cardProcessor,
+      widgets,
     },
     async close(timeoutMs = config.shutdownTimeoutMs) {
       await worker.stop(timeoutMs)

@@ -19,6 +19,11 @@ interface RouteCase {
   prepare?: (ctx: TestContext, token: string, userId: string) => Promise<void>
   /** A body that breaks the schema, with the violation it must report. */
   invalidBody?: { body: unknown; property: string; rule: string }
+  /**
+   * For routes only a widget session's token succeeds on: the session token for the user (sent alone, without
+   * X-On-Behalf-Of, as the widget does). Any other token is checked as for every route.
+   */
+  sessionToken?: (ctx: TestContext, token: string, userId: string) => Promise<string>
 }
 
 /** Every operation that requires a token; a test below fails when the document has one not listed here. */
@@ -484,6 +489,25 @@ ROUTES.push(
   }),
 )
 
+// Payment widget sessions: a select-for-deposit session (no quote needed); the hosted widget reads it with its token.
+async function paymentSessionToken(ctx: TestContext, token: string, userId: string): Promise<string> {
+  const response = await ctx.request({ method: 'POST', url: '/widgets/payment/sessions', headers: bearer(token, userId), payload: { flow: 'select-for-deposit' } })
+  assert.equal(response.status, 201, response.body)
+  return response.json<{ session: { token: string } }>().session.token
+}
+ROUTES.push(
+  accountRoute({
+    operationId: 'widgets.create-payment-session',
+    method: 'POST',
+    url: '/widgets/payment/sessions',
+    scope: 'widgets.payment.sessions:create',
+    success: 201,
+    body: () => ({ flow: 'select-for-withdrawal', data: {} }),
+    invalidBody: { body: { flow: 'select-for-deposit', data: { domain: 42 } }, property: 'data.domain', rule: 'type' },
+  }),
+  accountRoute({ operationId: 'widgets.get-current-payment-session', method: 'GET', url: '/widgets/payment/sessions/current', success: 200, sessionToken: paymentSessionToken }),
+)
+
 // External accounts: a SEPA account (no capability needed to link one), prepared for the acting user.
 let preparedExternalAccountId = ''
 const sepaAccount = { type: 'bank', asset: 'EUR', network: 'sepa', label: 'Prepared', iban: 'DE67370400440532010001', bic: 'COBADEFFXXX' }
@@ -578,7 +602,9 @@ for (const engine of ENGINES) {
           for (const subject of route.subjects) {
             const userId = subject === 'client' ? undefined : await actingUser(subject)
             if (userId) await route.prepare?.(ctx, token, userId)
-            const response = await send(route, bearer(token, userId))
+            const response = route.sessionToken && userId
+              ? await send(route, bearer(await route.sessionToken(ctx, token, userId)))
+              : await send(route, bearer(token, userId))
             assert.equal(response.status, route.success, `${subject}: ${response.body}`)
           }
         })

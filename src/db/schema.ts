@@ -405,6 +405,38 @@ export interface SandboxRailOrdersTable {
   settles_at: Timestamp
 }
 
+/** A capture, void or refund the sandbox card processor made, once per key. */
+export interface SandboxCardOperation {
+  kind: 'capture' | 'void' | 'refund'
+  key: string
+  id: string
+  amount?: string
+  at: string
+}
+
+export interface SandboxCardPaymentsTable {
+  id: string
+  organization_id: string
+  key: string
+  reference: string
+  network: string
+  last_four: string
+  asset: string
+  amount: string
+  /** What the test card or amount selected: `approve`, `challenge`, `capture-decline`, or a decline reason. */
+  outcome: string
+  status: 'challenge' | 'authorized' | 'declined' | 'captured' | 'voided'
+  reason: string | null
+  return_url: string
+  challenge_expires_at: Date | null
+  captured_amount: Generated<string>
+  refunded_amount: Generated<string>
+  /** Captures, voids and refunds by key, each done once: `[{kind, key, id, amount?, at}]`. */
+  operations: ColumnType<SandboxCardOperation[], string | undefined, string>
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
 export interface Database {
   organizations: OrganizationsTable
   clients: ClientsTable
@@ -432,6 +464,7 @@ export interface Database {
   flow_steps: FlowStepsTable
   external_accounts: ExternalAccountsTable
   sandbox_rail_orders: SandboxRailOrdersTable
+  sandbox_card_payments: SandboxCardPaymentsTable
 }
 
 export type Db = Kysely<Database>
@@ -460,3 +493,4 @@ export type QuoteRow = Selectable<QuotesTable>
 export type FlowRow = Selectable<FlowsTable>
 export type ExternalAccountRow = Selectable<ExternalAccountsTable>
 export type SandboxRailOrderRow = Selectable<SandboxRailOrdersTable>
+export type SandboxCardPaymentRow = Selectable<SandboxCardPaymentsTable>

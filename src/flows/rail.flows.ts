@@ -125,7 +125,7 @@ function railSteps(deps: RailFlowDeps): FlowStep<RailFlowData>[] {
 }
 
 /** The system accounts a settlement posts to: prepared outside its database transaction. */
-async function prepareAccounts(ledger: LedgerService, flows: readonly Flow<RailFlowData>[]): Promise<void> {
+export async function prepareAccounts(ledger: LedgerService, flows: readonly Flow<QuotedMovement>[]): Promise<void> {
   for (const { organizationId, data } of flows) {
     const railAsset = data.originAccountId === null ? data.originAsset : data.destinationAsset
     await ledger.systemAccount(organizationId, { kind: 'clearing', network: data.network!, asset: railAsset })
@@ -229,33 +229,40 @@ export function defineBankPullFlow(deps: RailFlowDeps): FlowHandle<RailFlowData>
       {
         name: 'settle',
         prepare: (flows) => prepareAccounts(ledger, flows),
-        async run(tx, flows) {
-          const organizationId = flows[0]!.organizationId
-          const rows = await transactions.lockProcessing(tx, organizationId, flows.map((flow) => flow.id))
-          if (rows.length === 0) return
-          const system = (account: Parameters<LedgerService['knownSystemAccount']>[1]) => ledger.knownSystemAccount(organizationId, account)
-          const postings: PostingInput[] = rows.map((row) => {
-            const fee = feeOf(row)
-            const exchanged = new BigNumber(row.origin_amount).minus(fee).toFixed()
-            const clearing = system({ kind: 'clearing', network: row.network!, asset: row.origin_asset })
-            const legs = [{ accountId: clearing, amount: `-${row.origin_amount}` }]
-            if (fee.isGreaterThan(0)) legs.push({ accountId: system({ kind: 'fees', asset: row.origin_asset }), amount: fee.toFixed() })
-            if (row.origin_asset === row.destination_asset) {
-              legs.push({ accountId: row.destination_account_id!, amount: row.destination_amount })
-            } else {
-              legs.push(
-                { accountId: system({ kind: 'liquidity', asset: row.origin_asset }), amount: exchanged },
-                { accountId: system({ kind: 'liquidity', asset: row.destination_asset }), amount: `-${row.destination_amount}` },
-                { accountId: row.destination_account_id!, amount: row.destination_amount },
-              )
-            }
-            return { organizationId, type: 'deposit', reference: `${row.id}:settle`, legs, data: { transactionId: row.id } }
-          })
-          await ledger.postAll(postings, { tx })
-          await transactions.apply(tx, rows, 'settle')
-        },
+        run: (tx, flows) => settleIncoming(tx, ledger, transactions, flows),
       },
     ],
     onFailed: failTransaction(transactions),
   })
+}
+
+/**
+ * Settles deposits from outside Tessera whose money the network has (a bank pull the rail completed, a captured
+ * card payment): the network's clearing account pays the account (through the liquidity accounts when the asset
+ * changes) and the fees, and the deposits complete. The posting's reference is the transaction's: never twice.
+ */
+export async function settleIncoming(tx: Tx, ledger: LedgerService, transactions: TransactionsService, flows: readonly Flow<QuotedMovement>[]): Promise<void> {
+  const organizationId = flows[0]!.organizationId
+  const rows = await transactions.lockProcessing(tx, organizationId, flows.map((flow) => flow.id))
+  if (rows.length === 0) return
+  const system = (account: Parameters<LedgerService['knownSystemAccount']>[1]) => ledger.knownSystemAccount(organizationId, account)
+  const postings: PostingInput[] = rows.map((row) => {
+    const fee = feeOf(row)
+    const exchanged = new BigNumber(row.origin_amount).minus(fee).toFixed()
+    const clearing = system({ kind: 'clearing', network: row.network!, asset: row.origin_asset })
+    const legs = [{ accountId: clearing, amount: `-${row.origin_amount}` }]
+    if (fee.isGreaterThan(0)) legs.push({ accountId: system({ kind: 'fees', asset: row.origin_asset }), amount: fee.toFixed() })
+    if (row.origin_asset === row.destination_asset) {
+      legs.push({ accountId: row.destination_account_id!, amount: row.destination_amount })
+    } else {
+      legs.push(
+        { accountId: system({ kind: 'liquidity', asset: row.origin_asset }), amount: exchanged },
+        { accountId: system({ kind: 'liquidity', asset: row.destination_asset }), amount: `-${row.destination_amount}` },
+        { accountId: row.destination_account_id!, amount: row.destination_amount },
+      )
+    }
+    return { organizationId, type: 'deposit', reference: `${row.id}:settle`, legs, data: { transactionId: row.id } }
+  })
+  await ledger.postAll(postings, { tx })
+  await transactions.apply(tx, rows, 'settle')
 }

@@ -1,5 +1,5 @@
 import type { Db, FlowRow, JobRow, Tx } from '../db/schema.ts'
-import { enqueue, JobDeferral, type JobHandlers } from '../jobs/queue.ts'
+import { enqueue, JobDeferral, wakeJobs, type JobHandlers } from '../jobs/queue.ts'
 import { isRetryable } from '../lib/errors.ts'
 import * as repository from './flows.repository.ts'
 
@@ -101,12 +101,25 @@ export interface StartFlow<D> {
    * rolls back and leaves nothing behind (a commit refused for insufficient balance creates no transaction).
    */
   inline?: number
+  /**
+   * Delays the flow's job: for a flow whose next step the caller makes itself once the transaction commits
+   * (`advance`), the job is then only the safety net that resumes it should the caller die first.
+   */
+  jobDelayMs?: number
 }
 
 /** A defined flow: start one in the transaction that creates what it moves. */
 export interface FlowHandle<D> {
   readonly type: string
   start(tx: Tx, input: StartFlow<D>): Promise<void>
+  /**
+   * Runs the flow's next `steps` steps now, in this process (after its start committed), as the worker would:
+   * safe beside the worker, since a step commits only from the step it started at. An error is left for the
+   * flow's job to retry; answers it, if any.
+   */
+  advance(organizationId: string, id: string, steps: number): Promise<unknown>
+  /** Makes the jobs of waiting flows due now (their outside party answered); answers how many were waiting. */
+  wake(organizationId: string, ids: readonly string[]): Promise<number>
 }
 
 interface FlowJob {
@@ -176,9 +189,25 @@ export class FlowRunner {
         await repository.insertFlow(tx, { organizationId: flow.organizationId, id: flow.id, type: definition.type, step: flow.step, status: completed ? 'completed' : 'running', data: flow.data as Record<string, unknown>, at })
         await repository.recordSteps(tx, history)
         if (!completed) {
-          await enqueue(tx, { type: jobType, organizationId: flow.organizationId, payload: { organizationId: flow.organizationId, flowId: flow.id } satisfies FlowJob })
+          await enqueue(tx, {
+            type: jobType,
+            organizationId: flow.organizationId,
+            payload: { organizationId: flow.organizationId, flowId: flow.id } satisfies FlowJob,
+            ...(input.jobDelayMs !== undefined ? { runAt: new Date(at.getTime() + input.jobDelayMs) } : {}),
+          })
         }
       },
+      advance: async (organizationId, id, steps) => {
+        const [row] = await repository.findRunning(this.db, organizationId, [id])
+        if (!row) return undefined
+        try {
+          await this.runSteps(definition, [toFlow<D>(row)], steps)
+          return undefined
+        } catch (error) {
+          return error
+        }
+      },
+      wake: (organizationId, ids) => wakeJobs(this.db, jobType, organizationId, 'flowId', ids),
     }
   }
 

@@ -72,6 +72,16 @@ export async function completeKey(db: Executor, scope: IdempotencyScope, respons
     .execute()
 }
 
+/** Replaces the answer a completed key replays (the request completed it after its commit). */
+export async function replaceAnswer(db: Executor, scope: IdempotencyScope, response: { status: number; headers: Record<string, string>; body: string }): Promise<void> {
+  await db
+    .updateTable('idempotency_keys')
+    .set({ response_status: response.status, response_headers: JSON.stringify(response.headers), response_body: response.body })
+    .where((eb) => eb.and(scoped(scope)))
+    .where('status', '=', 'completed')
+    .execute()
+}
+
 export async function releaseKey(db: Executor, scope: IdempotencyScope): Promise<void> {
   await db.deleteFrom('idempotency_keys').where((eb) => eb.and(scoped(scope))).where('status', '=', 'running').execute()
 }

@@ -172,7 +172,7 @@ export async function atomicIdempotency<T>(
   request: FastifyRequest,
   reply: FastifyReply,
   status: number,
-  work: (guard: { claim(tx: Tx): Promise<void>; complete(tx: Tx, status: number, body: unknown): Promise<void> } | null) => Promise<T>,
+  work: (guard: { claim(tx: Tx): Promise<void>; complete(tx: Tx, status: number, body: unknown): Promise<void>; replace(status: number, body: unknown): Promise<void> } | null) => Promise<T>,
 ): Promise<FastifyReply> {
   const key = keyOf(request)
   if (key === undefined || !request.principal) return reply.status(status).send(await work(null))
@@ -191,6 +191,8 @@ export async function atomicIdempotency<T>(
     },
     complete: (tx: Tx, answerStatus: number, body: unknown) =>
       repository.completeKey(tx, scope, { status: answerStatus, headers: { 'content-type': JSON_TYPE }, body: JSON.stringify(body) }),
+    replace: (answerStatus: number, body: unknown) =>
+      repository.replaceAnswer(db, scope, { status: answerStatus, headers: { 'content-type': JSON_TYPE }, body: JSON.stringify(body) }),
   }
   try {
     const result = await work(guard)

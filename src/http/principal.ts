@@ -9,6 +9,11 @@ export interface Principal {
   scopes: ReadonlySet<string>
   subject: Subject
   userId: string | null
+  /**
+   * Set when the caller is a widget session (its token was issued by `POST /widgets/{kind}/sessions`): the flow it was
+   * opened for and, for an authorization, the one quote it may execute.
+   */
+  widget?: { kind: 'payment' | 'travel-rule' | 'kyc'; flow: string; quoteId?: string; domain?: string; expiresAt: number }
 }
 
 /** Scopes that depend on a path parameter: e.g. metadata of users needs `core.users.metadata:read`. */
@@ -21,6 +26,11 @@ export interface ScopesByParam {
 export interface RouteAuth {
   scopes: readonly string[] | ScopesByParam
   subjects: readonly Subject[]
+  /**
+   * Whether a widget session's token may call the route (with its scopes): only the few operations the hosted
+   * widgets make. Any other route refuses such a token, whatever its scopes.
+   */
+  widgetSessions?: boolean
 }
 
 /** The scopes a request to the route needs; an unknown parameter value is a 400 like any invalid parameter. */
@@ -37,6 +47,13 @@ export const ACT_ON_BEHALF_OF_SCOPE = 'core.users:act-on-behalf-of'
 
 export function insufficientScopes(required: readonly string[], granted: ReadonlySet<string>): ApiError {
   return new ApiError(403, 'token_insufficient_scopes', 'Authorization failed due to insufficient scopes', {
+    security: [{ scheme: 'OAuth2', schemeScopes: [...required], tokenScopes: [...granted] }],
+  })
+}
+
+/** A widget session's token on a route the widgets do not call: refused as a token without the scopes for it. */
+export function notForWidgetSessions(required: readonly string[], granted: ReadonlySet<string>): ApiError {
+  return new ApiError(403, 'token_insufficient_scopes', 'A widget session\'s token cannot call this operation', {
     security: [{ scheme: 'OAuth2', schemeScopes: [...required], tokenScopes: [...granted] }],
   })
 }

@@ -113,3 +113,21 @@ export async function release(db: Executor, workerId: string, ids: readonly stri
 export function findJob(db: Executor, id: string): Promise<JobRow | undefined> {
   return db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirst()
 }
+
+/**
+ * Makes waiting jobs of a type due now, those whose payload has `field` among `values` (a flow whose outside
+ * party answered: it need not wait for its next look). Answers how many.
+ */
+export async function wake(db: Executor, type: string, organizationId: string, field: string, values: readonly string[], at: Date): Promise<number> {
+  if (values.length === 0) return 0
+  const result = await db
+    .updateTable('jobs')
+    .set({ run_at: at, updated_at: at })
+    .where('type', '=', type)
+    .where('organization_id', '=', organizationId)
+    .where('status', '=', 'pending')
+    .where('run_at', '>', at)
+    .where(sql<string>`payload->>${field}`, 'in', values)
+    .executeTakeFirst()
+  return Number(result.numUpdatedRows)
+}

@@ -1,7 +1,7 @@
 import type { Executor, JobRow } from '../db/schema.ts'
 import { uuidv7 } from '../lib/ids.ts'
 import { DEFAULT_RETRY_POLICY } from './backoff.ts'
-import { insertJob } from './jobs.repository.ts'
+import { insertJob, wake } from './jobs.repository.ts'
 
 export interface NewJob {
   type: string
@@ -24,6 +24,14 @@ export async function enqueue(executor: Executor, job: NewJob): Promise<string> 
   if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new RangeError('maxAttempts must be a positive integer')
   await insertJob(executor, { id, organizationId: job.organizationId ?? null, type: job.type, payload: job.payload, maxAttempts, runAt: job.runAt ?? at, at })
   return id
+}
+
+/**
+ * Makes the waiting jobs of a type due now, those whose payload has `field` among `values` (what they wait for
+ * has come: they need not wait for their next look). Answers how many were waiting.
+ */
+export function wakeJobs(executor: Executor, type: string, organizationId: string, field: string, values: readonly string[]): Promise<number> {
+  return wake(executor, type, organizationId, field, values, new Date())
 }
 
 export interface JobContext {

@@ -11,6 +11,7 @@ import * as m0009 from './0009_jobs_and_transactions.ts'
 import * as m0010 from './0010_deposit_methods.ts'
 import * as m0011 from './0011_quotes_flows_and_transaction_model.ts'
 import * as m0012 from './0012_external_accounts_and_withdrawals.ts'
+import * as m0013 from './0013_card_payments.ts'
 
 /** Numbered, forward-only migrations; append new ones, never edit an applied one. */
 const migrations: Record<string, Migration> = {
@@ -26,6 +27,7 @@ const migrations: Record<string, Migration> = {
   '0010_deposit_methods': m0010,
   '0011_quotes_flows_and_transaction_model': m0011,
   '0012_external_accounts_and_withdrawals': m0012,
+  '0013_card_payments': m0013,
 }
 
 export const migrationProvider: MigrationProvider = {

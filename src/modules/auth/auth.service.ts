@@ -1,5 +1,6 @@
 import {
   ACT_ON_BEHALF_OF_SCOPE,
+  notForWidgetSessions,
   parseOnBehalfOf,
   requiredScopes,
   requireScopes,
@@ -111,7 +112,8 @@ export class AuthService {
 
     const granted = grantedScopes(client.scopes, this.clients.scopes)
     let scopes = granted
-    if (scope !== undefined && scope.trim() !== '') {
+    // `*` asks for every scope the client holds (what browser apps written for the upstream service send).
+    if (scope !== undefined && scope.trim() !== '' && scope.trim() !== '*') {
       const requested = [...new Set(scope.trim().split(/ +/))]
       if (requested.some((s) => !SCOPE_TOKEN.test(s))) throw new OAuthError('invalid_request', "Parameter 'scope' is malformed")
       const unknown = requested.filter((s) => !this.clients.scopes.has(s))
@@ -138,6 +140,8 @@ export class AuthService {
       throw new DomainError('token_revoked', 'The access token has been revoked')
     }
 
+    if (claims.userId !== undefined) return this.widgetPrincipal(claims, headers.onBehalfOf, routeScopes, route)
+
     if (headers.onBehalfOf === undefined) {
       requireScopes(routeScopes, scopes)
       requireSubject('client', route.subjects)
@@ -162,6 +166,27 @@ export class AuthService {
     const subject = type === 'individual' ? 'user:individual' : 'user:business'
     requireSubject(subject, route.subjects)
     return { ...base, subject, userId: target.id }
+  }
+
+  /**
+   * A widget session's token acts for its user alone: `X-On-Behalf-Of`, if sent, must name that user (another
+   * is, for the session, a user that does not exist), and only the session's scopes are held.
+   */
+  private async widgetPrincipal(claims: AccessTokenClaims, onBehalfOf: string | undefined, routeScopes: readonly string[], route: RouteAuth): Promise<Principal> {
+    const userId = claims.userId!
+    if (onBehalfOf !== undefined) {
+      const target = parseOnBehalfOf(onBehalfOf)
+      if (!target) throw requestInvalid('headers', [{ property: 'x-on-behalf-of', rule: 'pattern', ruleParams: { pattern: '^(user|client)\\s<uuid>$' } }])
+      if (target.kind !== 'user' || target.id !== userId) throw notFound('user')
+    }
+    if (route.widgetSessions !== true) throw notForWidgetSessions(routeScopes, claims.scopes)
+    requireScopes(routeScopes, claims.scopes)
+    if (!route.subjects.some((s) => s.startsWith('user:'))) throw subjectNotAllowed('user:individual', route.subjects)
+    const type = await this.users.findUserType(claims.organizationId, userId)
+    if (type === null) throw notFound('user')
+    const subject = type === 'individual' ? 'user:individual' : 'user:business'
+    requireSubject(subject, route.subjects)
+    return { organizationId: claims.organizationId, clientId: claims.clientId, scopes: claims.scopes, subject, userId, widget: { ...claims.widget!, expiresAt: claims.expiresAt } }
   }
 
   /** Refuses with `token_invalid` or `token_expired`; the edge adds the RFC 6750 `WWW-Authenticate` challenge. */

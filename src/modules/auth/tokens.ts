@@ -6,11 +6,23 @@ const MAX_VERIFIED_TOKENS = 10_000
 /** RFC 9068 §2.1: access tokens carry this media type so they cannot be confused with other JWTs. */
 const TOKEN_TYPE = 'at+jwt'
 
+/** What a widget session's token is bound to (the widgets module issues them). */
+export interface WidgetBinding {
+  kind: 'payment' | 'travel-rule' | 'kyc'
+  flow: string
+  quoteId?: string
+  /** The host page's domain the session was opened for, when the client named one. */
+  domain?: string
+}
+
 export interface AccessTokenClaims {
   clientId: string
   organizationId: string
   scopes: ReadonlySet<string>
   expiresAt: number
+  /** A widget session's token acts for one user, for one widget flow. */
+  userId?: string
+  widget?: WidgetBinding
 }
 
 export type TokenFailure = 'token_invalid' | 'token_expired'
@@ -55,13 +67,15 @@ export class TokenSigner {
     return this.publicJwk
   }
 
-  async sign(input: { clientId: string; organizationId: string; scopes: string[]; ttlSeconds: number }): Promise<string> {
+  async sign(input: { clientId: string; organizationId: string; scopes: string[]; ttlSeconds: number; userId?: string; widget?: WidgetBinding }): Promise<string> {
     const { kid } = await this.jwk()
     const now = Math.floor(Date.now() / 1000)
     return new SignJWT({
       client_id: input.clientId,
       scope: input.scopes.join(' '),
       organization_id: input.organizationId,
+      ...(input.userId !== undefined ? { user_id: input.userId } : {}),
+      ...(input.widget !== undefined ? { widget: input.widget } : {}),
     })
       .setProtectedHeader({ alg: ALGORITHM, typ: TOKEN_TYPE, kid })
       .setIssuer(this.issuer)
@@ -96,15 +110,29 @@ export class TokenSigner {
         typ: TOKEN_TYPE,
         requiredClaims: ['sub', 'exp', 'iat', 'jti', 'client_id', 'scope', 'organization_id'],
       })
-      const { client_id: clientId, organization_id: organizationId, scope, exp } = payload
+      const { client_id: clientId, organization_id: organizationId, scope, exp, user_id: userId, widget } = payload
       if (typeof clientId !== 'string' || typeof organizationId !== 'string' || typeof scope !== 'string' || typeof exp !== 'number') {
         throw new TokenVerificationError('token_invalid', 'The access token is invalid')
       }
-      return { clientId, organizationId, scopes: new Set(scope === '' ? [] : scope.split(' ')), expiresAt: exp }
+      const claims: AccessTokenClaims = { clientId, organizationId, scopes: new Set(scope === '' ? [] : scope.split(' ')), expiresAt: exp }
+      // A session token names its user and its widget together, or it is not one of ours.
+      if (userId !== undefined || widget !== undefined) {
+        if (typeof userId !== 'string' || !isWidgetBinding(widget)) throw new TokenVerificationError('token_invalid', 'The access token is invalid')
+        claims.userId = userId
+        claims.widget = widget
+      }
+      return claims
     } catch (error) {
       if (error instanceof TokenVerificationError) throw error
       if (error instanceof joseErrors.JWTExpired) throw new TokenVerificationError('token_expired', 'The access token has expired')
       throw new TokenVerificationError('token_invalid', 'The access token is invalid')
     }
   }
+}
+
+function isWidgetBinding(value: unknown): value is WidgetBinding {
+  if (typeof value !== 'object' || value === null) return false
+  const { kind, flow, quoteId, domain } = value as Record<string, unknown>
+  return (kind === 'payment' || kind === 'travel-rule' || kind === 'kyc') && typeof flow === 'string' &&
+    (quoteId === undefined || typeof quoteId === 'string') && (domain === undefined || typeof domain === 'string')
 }

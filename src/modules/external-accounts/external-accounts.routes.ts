@@ -40,7 +40,7 @@ export function externalAccountsRoutes(externalAccounts: ExternalAccountsService
             ...errorResponses(400, 401, 403, 404, 409, 413, 415, 422, 429, 503),
           },
         },
-        config: { auth: { scopes: ['core.external-accounts:create'], subjects: USERS }, idempotent: true },
+        config: { auth: { scopes: ['core.external-accounts:create'], subjects: USERS, widgetSessions: true }, idempotent: true },
       },
       async (request, reply) => reply.status(201).send(await externalAccounts.create(principalOf(request), request.body)),
     )
@@ -57,7 +57,7 @@ export function externalAccountsRoutes(externalAccounts: ExternalAccountsService
           querystring: ListExternalAccountsQuery,
           response: { 200: described(ListExternalAccountsResponse, 'External accounts retrieved.'), ...errorResponses(400, 401, 403, 404, 429) },
         },
-        config: { auth: { scopes: ['core.external-accounts:read'], subjects: USERS } },
+        config: { auth: { scopes: ['core.external-accounts:read'], subjects: USERS, widgetSessions: true } },
       },
       async (request) => {
         const page = await externalAccounts.list(principalOf(request), request.query)

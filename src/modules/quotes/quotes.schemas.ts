@@ -23,7 +23,7 @@ const CryptoAddressNodeInput = Type.Object({
 export const CreateQuoteBody = Type.Object(
   {
     origin: Type.Union([AccountNodeInput, ExternalAccountNodeInput, ApmNodeInput], {
-      description: 'Where the money comes from: an account of the user, or a linked bank account that can be pulled from (`deposit` feature). Cards and `apm` are not supported yet.',
+      description: 'Where the money comes from: an account of the user, or a linked bank account or card with the `deposit` feature (a card payment is authorized by the cardholder with 3-D Secure: the quote\'s requirements say `authorize:3ds`). `apm` is not supported yet.',
     }),
     destination: Type.Union([AccountNodeInput, ExternalAccountNodeInput, ApmNodeInput, CryptoAddressNodeInput], {
       description: 'Where the money goes: an account of the user, an external account with the `withdraw` feature, or a crypto address. `apm` is not supported yet.',
@@ -78,7 +78,7 @@ export const TransactionRulesFile = Type.Object({
     trade: Type.Array(FeeRuleSchema),
     transfer: Type.Array(FeeRuleSchema),
     withdrawal: Type.Optional(Type.Object({ bank: Type.Array(FeeRuleSchema), card: Type.Array(FeeRuleSchema), crypto: Type.Array(FeeRuleSchema) })),
-    deposit: Type.Optional(Type.Object({ bank: Type.Array(FeeRuleSchema) })),
+    deposit: Type.Optional(Type.Object({ bank: Type.Optional(Type.Array(FeeRuleSchema)), card: Type.Optional(Type.Array(FeeRuleSchema)) })),
   }),
   /** What sending on a chain costs, in the chain's own asset, by network: charged to crypto withdrawals. */
   networkFees: Type.Optional(Type.Record(Type.String(), Type.Object({ asset: Type.String({ minLength: 1 }), amount: Decimal('The fee, in that asset.') }))),

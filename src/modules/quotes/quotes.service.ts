@@ -53,7 +53,10 @@ export interface QuoteNetworks {
   railHas(type: string, network: string, asset: string, feature: Feature): boolean
 }
 
-type CapabilityCode = 'trades' | 'bank-withdrawals' | 'card-withdrawals' | 'crypto-withdrawals' | 'bank-deposits' | 'apple-pay' | 'paypal' | 'venmo'
+type CapabilityCode = 'trades' | 'bank-withdrawals' | 'card-withdrawals' | 'crypto-withdrawals' | 'bank-deposits' | 'deposits' | 'apple-pay' | 'paypal' | 'venmo'
+
+/** The capability a deposit from an external account needs: bank pulls their own, card payments the deposits from other methods. */
+const DEPOSIT_CAPABILITIES = { bank: 'bank-deposits', card: 'deposits' } as const
 
 /** One end of a quote, resolved: its asset, the node as stored, and the user's account when it is one. */
 interface End {
@@ -145,7 +148,7 @@ export class QuotesService {
   private readonly settings: QuoteSettings
   private readonly externalAccounts: QuoteExternalAccounts
   private readonly networks: QuoteNetworks
-  private readonly executes: ReadonlySet<QuoteKind>
+  private readonly executes: ReadonlySet<string>
 
   constructor(deps: {
     db: Db
@@ -156,8 +159,11 @@ export class QuotesService {
     capabilities: QuoteCapabilities
     prices: QuotePrices
     settings: QuoteSettings
-    /** The kinds of movement this deployment can execute (withdrawals and deposits need a payment rail). */
-    executes: ReadonlySet<QuoteKind>
+    /**
+     * The kinds of movement this deployment can execute: `trade`, `transfer`, `withdrawal` and `deposit:bank` (a
+     * bank pull) need a payment rail, `deposit:card` the card processor.
+     */
+    executes: ReadonlySet<string>
   }) {
     this.db = deps.db
     this.accounts = deps.accounts
@@ -174,7 +180,8 @@ export class QuotesService {
     const ownerId = actingUser(principal)
     const ttl = this.ttlOf(body.ttl)
     const { kind, origin, destination } = await this.endsOf(principal, body.origin, body.destination)
-    if (!this.executes.has(kind)) {
+    // Deposits are a rail's (bank pulls) or the card processor's (card payments): each may be missing.
+    if (!this.executes.has(kind === 'deposit' ? `deposit:${origin.external}` : kind)) {
       const [end, node] = kind === 'deposit' ? ['Origin', body.origin] : ['Destination', body.destination]
       throw operationNotAllowed(`${end} node type '${node.type}' is not configured for this deployment`, ['permission-denied'])
     }
@@ -205,6 +212,8 @@ export class QuotesService {
 
     const rate = exchange ? withSpread(mid(origin.asset, destination.asset), this.settings.spread) : '1'
     const fees = this.feeRules(kind, exchange, kind === 'deposit' ? origin : destination, usd, origin.asset, originDecimals)
+    // A card payment is authorized by the cardholder with their issuer (3-D Secure) when it is executed.
+    const requirements = kind === 'deposit' && origin.external === 'card' ? ['authorize:3ds'] : []
     let pricing
     try {
       pricing = price({ target: denomination.target, amount: targetAmount, rate, originDecimals, destinationDecimals, fees })
@@ -235,12 +244,26 @@ export class QuotesService {
       destination_rate: rate,
       denomination: { asset: denomination.asset, amount: amount.toFixed(), rate: denominationRate, target: denomination.target },
       fees: pricing.fees.map((fee) => ({ ...fee, asset: origin.asset })),
-      requirements: [],
+      requirements,
       created_at: now,
       expires_at: new Date(now.getTime() + ttl),
     }
     await repository.insert(this.db, row)
     return presentQuote({ ...row, used_at: null })
+  }
+
+  /** The acting user's quote as the API shows it, executed or expired as well (the payment widget shows it); null when there is none. */
+  async find(principal: Principal, quoteId: string): Promise<Quote | null> {
+    if (principal.userId === null || !isUuid(quoteId)) return null
+    const row = await repository.findOwned(this.db, principal.organizationId, principal.userId, quoteId.toLowerCase())
+    return row ? presentQuote(row) : null
+  }
+
+  /** Whether the acting user's quote can still be executed: it exists, was not used, and has not expired. */
+  async isUsable(principal: Principal, quoteId: string, at: Date): Promise<boolean> {
+    if (principal.userId === null || !isUuid(quoteId)) return false
+    const row = await repository.findOwned(this.db, principal.organizationId, principal.userId, quoteId.toLowerCase())
+    return row !== undefined && row.used_at === null && row.expires_at > at
   }
 
   /**
@@ -319,12 +342,11 @@ export class QuotesService {
       // Crypto arrives by itself at the account's deposit address: nothing can be pulled from an address.
       if (feature === 'deposit' && account.type === 'crypto') throw new DomainError('transaction_node_invalid', 'Crypto deposits are sent to the account\'s deposit address; an address cannot be pulled from')
       if (account.type === 'card') {
-        // Card deposits are authorized with 3-D Secure (a flow of their own); a withdrawal needs the issuer to take push payments.
-        if (feature === 'deposit') throw operationNotAllowed('Deposits from cards are not supported yet', ['node-type-not-supported'])
-        if (account.octSupport !== 'supported') throw operationNotAllowed('The card does not take withdrawals', ['card-withdrawals-unsupported'])
+        // A withdrawal needs the issuer to take push payments; a deposit is a payment the cardholder authorizes.
+        if (feature === 'withdraw' && account.octSupport !== 'supported') throw operationNotAllowed('The card does not take withdrawals', ['card-withdrawals-unsupported'])
         if (account.expired) throw new DomainError('transaction_node_invalid', `The ${end} card has expired`)
       }
-      enabled = await this.capabilities.require(principal, feature === 'withdraw' ? `${account.type}-withdrawals` : 'bank-deposits')
+      enabled = await this.capabilities.require(principal, feature === 'withdraw' ? `${account.type}-withdrawals` : DEPOSIT_CAPABILITIES[account.type as keyof typeof DEPOSIT_CAPABILITIES])
       return enabled
     }
     let external: QuoteExternalAccount
@@ -413,7 +435,7 @@ export class QuotesService {
       ...(kind === 'trade' || exchange ? fees.trade : []),
       ...(kind === 'transfer' ? fees.transfer : []),
       ...(kind === 'withdrawal' && outside.external ? (fees.withdrawal?.[outside.external] ?? []) : []),
-      ...(kind === 'deposit' && outside.external === 'bank' ? (fees.deposit?.bank ?? []) : []),
+      ...(kind === 'deposit' && (outside.external === 'bank' || outside.external === 'card') ? (fees.deposit?.[outside.external] ?? []) : []),
     ]
     const inOrigin = (amount: string, asset: string) =>
       new Decimal(amount).times(usd.get(asset)!.mid).div(usd.get(originAsset)!.mid).decimalPlaces(originDecimals, BigNumber.ROUND_UP).toFixed()

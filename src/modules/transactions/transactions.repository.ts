@@ -145,6 +145,10 @@ export async function setDestination(tx: Tx, organizationId: string, id: string,
   await tx.updateTable('transactions').set({ destination: JSON.stringify(destination) }).where('organization_id', '=', organizationId).where('id', '=', id).execute()
 }
 
+export async function setOrigin(tx: Tx, organizationId: string, id: string, origin: Record<string, unknown>): Promise<void> {
+  await tx.updateTable('transactions').set({ origin: JSON.stringify(origin) }).where('organization_id', '=', organizationId).where('id', '=', id).execute()
+}
+
 /** How many movements of these types the user started since `since` (velocity). */
 export async function countSince(db: Executor, organizationId: string, ownerId: string, types: readonly string[], since: Date, before: Date): Promise<number> {
   const row = await db

@@ -65,7 +65,7 @@ export function transactionsRoutes(transactions: TransactionsService, publicUrl:
             ...errorResponses(400, 401, 403, 404, 409, 413, 415, 422, 429),
           },
         },
-        config: { auth: { scopes: ['core.transactions:create'], subjects: USERS }, idempotent: 'atomic' },
+        config: { auth: { scopes: ['core.transactions:create'], subjects: USERS, widgetSessions: true }, idempotent: 'atomic' },
       },
       async (request, reply) => {
         await atomicIdempotency(db, request, reply, 201, (guard) => transactions.create(principalOf(request), request.body, guard))
@@ -85,7 +85,7 @@ export function transactionsRoutes(transactions: TransactionsService, publicUrl:
           params: TransactionParams,
           response: { 200: described(TransactionResponse, 'Transaction retrieved.'), ...errorResponses(400, 401, 403, 404, 429) },
         },
-        config: { auth: { scopes: ['core.transactions:read'], subjects: USERS } },
+        config: { auth: { scopes: ['core.transactions:read'], subjects: USERS, widgetSessions: true } },
       },
       async (request) => ({ transaction: await transactions.get(principalOf(request), request.params.transactionId) }),
     )

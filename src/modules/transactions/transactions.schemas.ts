@@ -21,6 +21,8 @@ export const TRANSACTION_STATUS_REASONS = [
   'card-unauthorized',
   'card-unsupported',
   'card-withdrawals-unsupported',
+  // Spec §7: the amount is outside the boundaries of the payment provider.
+  'amount-limit-exceed',
   'insufficient-funds',
   'pending-requests-for-information',
   'provider-maximum-limit-exceeded',
@@ -73,6 +75,9 @@ const ExternalAccountNode = component(
       id: { ...Uuid, description: 'The external account.' },
       ownerId: { ...Uuid, description: 'The user that owns the external account.' },
       network: Type.Optional(Type.String({ description: 'The network used with the external account.' })),
+      confirmationUrl: Type.Optional(
+        Type.String({ format: 'uri', description: 'Where the payer confirms the payment with their bank (the card issuer\'s 3-D Secure challenge), when the issuer asks for it. It stays on the transaction; the page is open only while the transaction is processing.' }),
+      ),
     },
     { description: 'A user\'s external account (card, bank account, wallet).' },
   ),

@@ -54,7 +54,7 @@ export interface AccountDirectory {
 }
 
 /** A quote taken for execution (the quotes module's `use`): what the transaction copies from it. */
-export type UsedQuote = Omit<QuoteRow, 'organization_id' | 'owner_id' | 'requirements' | 'expires_at' | 'used_at'>
+export type UsedQuote = Omit<QuoteRow, 'organization_id' | 'owner_id' | 'expires_at' | 'used_at'>
 
 export interface QuoteUser {
   use(tx: Tx, principal: Principal, quoteId: string, at: Date): Promise<UsedQuote>
@@ -71,21 +71,47 @@ export interface QuotedMovement {
   destinationAsset: string
   /** The rail network of a movement that leaves or enters Tessera; null inside it. */
   network: string | null
+  /** Where a payer who authenticates with their bank (3-D Secure) is sent back to, when the movement needs it. */
+  returnUrl?: string
 }
 
 /** How a kind of movement is carried out once recorded: its money flow (src/flows), started in the same transaction. */
 export interface MovementFlow<D = Record<string, unknown>> {
-  start(tx: Tx, input: { organizationId: string; id: string; data: D; inline?: number }): Promise<void>
+  start(tx: Tx, input: { organizationId: string; id: string; data: D; inline?: number; jobDelayMs?: number }): Promise<void>
+  /** Runs the flow's next steps now, after its start committed (see FlowHandle.advance); answers the error left for its job. */
+  advance(organizationId: string, id: string, steps: number): Promise<unknown>
+  /** Makes the flows' jobs due now. */
+  wake(organizationId: string, ids: readonly string[]): Promise<number>
 }
+
+/** How a kind of movement is executed: its flow, the steps run in the creating transaction, the calls made right after it. */
+interface Execution {
+  flow: MovementFlow<QuotedMovement>
+  inline: number
+  afterCommit: number
+}
+
+/** A quote that must be authorized by the payer with 3-D Secure (a card deposit) is carried out by a flow of its own. */
+const AUTHORIZE_3DS = 'authorize:3ds'
+
+/** The route of a quote among the flows: its kind, or `deposit:card` for a deposit the cardholder authorizes. */
+export function executionRoute(quote: Pick<UsedQuote, 'kind' | 'requirements'>): string {
+  return quote.kind === 'deposit' && (quote.requirements as string[]).includes(AUTHORIZE_3DS) ? 'deposit:card' : quote.kind
+}
+
+/** How long the job of a flow whose first call the request makes waits before it takes over (the request died). */
+const AFTER_COMMIT_JOB_DELAY_MS = 10_000
 
 /**
  * Guards a money-moving creation with its `Idempotency-Key`: `claim` records the key inside the creation's own
  * database transaction (refusing, by throwing, when a request with the key already committed), and `complete`
- * stores the answer there too. Key and movement commit together or not at all.
+ * stores the answer there too. Key and movement commit together or not at all. An answer that the request
+ * completes after the commit (an outside party's first word) replaces the stored one, so that a retry gets it.
  */
 export interface AtomicIdempotency {
   claim(tx: Tx): Promise<void>
   complete(tx: Tx, status: number, body: unknown): Promise<void>
+  replace(status: number, body: unknown): Promise<void>
 }
 
 /** The one spelling of an address on a network (the reference module's networks answer). */
@@ -102,6 +128,17 @@ export function counterpartyOf(node: Record<string, unknown>, canonical: Canonic
     return `crypto-address:${network}:${canonical(network, String(node.address), typeof node.reference === 'string' ? node.reference : undefined)}`
   }
   return null
+}
+
+/**
+ * Where the payer comes back to after the 3-D Secure challenge of a quote that needs one; 409
+ * `operation_not_allowed` (`missing-return-url`) without it.
+ */
+function returnUrlOf(body: CreateTransactionBody): string {
+  const requirement = body.params?.requirements?.find((item) => item.name === AUTHORIZE_3DS)
+  const returnUrl = requirement?.returnUrl ?? body.params?.returnUrl
+  if (returnUrl === undefined) throw operationNotAllowed('Transaction not allowed due to a missing return URL', ['missing-return-url'])
+  return returnUrl
 }
 
 function actingUser(principal: Principal): string {
@@ -123,7 +160,7 @@ export class TransactionsService {
   private readonly db: Db
   private readonly accounts: AccountDirectory
   private readonly quotes: QuoteUser
-  private readonly flows = new Map<string, { flow: MovementFlow<QuotedMovement>; inline: number }>()
+  private readonly flows = new Map<string, Execution>()
   private readonly afterCreate: () => void
   private readonly canonicalAddress: CanonicalAddress
 
@@ -136,11 +173,13 @@ export class TransactionsService {
   }
 
   /**
-   * The flow that carries out quotes of a kind (`trade`, `transfer`, …), and how many of its first steps run when
-   * the transaction is created (1 by default: the hold on the origin account).
+   * The flow that carries out quotes of a route (a kind, `trade`, `transfer`, …, or `deposit:card`), how many of
+   * its first steps run when the transaction is created (1 by default: the hold on the origin account), and how
+   * many the request makes right after the creation committed (an outside party's answer the response shows, such
+   * as a card issuer's 3-D Secure challenge), its job standing by meanwhile.
    */
-  executeWith(kind: TransactionKind, flow: MovementFlow<QuotedMovement>, options: { inline?: number } = {}): void {
-    this.flows.set(kind, { flow, inline: options.inline ?? 1 })
+  executeWith(route: TransactionKind | 'deposit:card', flow: MovementFlow<QuotedMovement>, options: { inline?: number; afterCommit?: number } = {}): void {
+    this.flows.set(route, { flow, inline: options.inline ?? 1, afterCommit: options.afterCommit ?? 0 })
   }
 
   /**
@@ -150,12 +189,16 @@ export class TransactionsService {
    */
   async create(principal: Principal, body: CreateTransactionBody, idempotency: AtomicIdempotency | null = null): Promise<{ transaction: Transaction; errors?: { metadata: ErrorBody } }> {
     const ownerId = actingUser(principal)
+    // A widget session acts for one quote only: any other is, for it, a quote that does not exist.
+    if (principal.widget?.quoteId !== undefined && principal.widget.quoteId !== body.quoteId.toLowerCase()) throw notFound('quote')
+    let started: { execution: Execution; organizationId: string; id: string } | undefined
     const result = await this.db.transaction().execute(async (tx) => {
       await idempotency?.claim(tx)
       const at = new Date()
       const quote = await this.quotes.use(tx, principal, body.quoteId, at)
-      const execution = this.flows.get(quote.kind)
+      const execution = this.flows.get(executionRoute(quote))
       if (!execution || !isTransactionKind(quote.kind)) throw new Error(`No flow executes quotes of kind ${quote.kind}`)
+      const returnUrl = (quote.requirements as string[]).includes(AUTHORIZE_3DS) ? returnUrlOf(body) : undefined
       const outside = quote.kind === 'withdrawal' ? quote.destination : quote.kind === 'deposit' ? quote.origin : null
       const counterparty = outside ? counterpartyOf(outside, this.canonicalAddress) : null
       if (quote.kind === 'withdrawal' && counterparty !== null) await this.refuseDuplicateWithdrawal(tx, principal.organizationId, ownerId, counterparty, quote, at)
@@ -184,8 +227,22 @@ export class TransactionsService {
         created_at: at,
       })
       try {
-        const data = { originAccountId: quote.origin_account_id, originAmount: quote.origin_amount, originAsset: quote.origin_asset, destinationAsset: quote.destination_asset, network: row.network }
-        await execution.flow.start(tx, { organizationId: principal.organizationId, id: row.id, data, inline: execution.inline })
+        const data = {
+          originAccountId: quote.origin_account_id,
+          originAmount: quote.origin_amount,
+          originAsset: quote.origin_asset,
+          destinationAsset: quote.destination_asset,
+          network: row.network,
+          ...(returnUrl !== undefined ? { returnUrl } : {}),
+        }
+        await execution.flow.start(tx, {
+          organizationId: principal.organizationId,
+          id: row.id,
+          data,
+          inline: execution.inline,
+          ...(execution.afterCommit > 0 ? { jobDelayMs: AFTER_COMMIT_JOB_DELAY_MS } : {}),
+        })
+        started = { execution, organizationId: principal.organizationId, id: row.id }
       } catch (error) {
         // The ledger names its account; the API names the request's part, as the reference does.
         if (error instanceof DomainError && error.code === 'insufficient_balance') {
@@ -201,6 +258,18 @@ export class TransactionsService {
       await idempotency?.complete(tx, 201, response)
       return response
     })
+    if (started && started.execution.afterCommit > 0) {
+      const { execution, organizationId, id } = started
+      // The outside party's first answer (a 3-D Secure challenge to show) is part of the response. Whatever
+      // happens here, the flow's job resumes it; it is made due now so that the rest does not wait.
+      await execution.flow.advance(organizationId, id, execution.afterCommit)
+      await execution.flow.wake(organizationId, [id])
+      this.afterCreate()
+      const [row] = await repository.findMany(this.db, organizationId, [id])
+      const answer = { ...result, transaction: presentTransaction(row!) }
+      await idempotency?.replace(201, answer)
+      return answer
+    }
     this.afterCreate()
     return result
   }
@@ -218,7 +287,8 @@ export class TransactionsService {
   async get(principal: Principal, transactionId: string): Promise<Transaction> {
     const ownerId = actingUser(principal)
     const row = isUuid(transactionId) ? await repository.findOwned(this.db, principal.organizationId, ownerId, transactionId.toLowerCase()) : undefined
-    if (!row) throw notFound('transaction')
+    // A widget session sees the transaction of its own quote only.
+    if (!row || (principal.widget !== undefined && row.quote_id !== principal.widget.quoteId)) throw notFound('transaction')
     return presentTransaction(row)
   }
 
@@ -261,6 +331,17 @@ export class TransactionsService {
     const since = new Date(at.getTime() - DUPLICATE_WITHDRAWAL_WINDOW_MS)
     if (await repository.hasRecentWithdrawal(tx, { organizationId, ownerId, counterparty, asset: quote.denomination.asset, amount: quote.denomination.amount, since })) {
       throw operationNotAllowed('Transaction not allowed due to a duplicate withdrawal', ['duplicate-withdrawal'])
+    }
+  }
+
+  /**
+   * For flows: records where the payers of card deposits answer their issuer's 3-D Secure challenge, on the
+   * transactions' origin (`confirmationUrl`), where clients and the payment widget find it.
+   */
+  async recordConfirmationUrls(tx: Tx, organizationId: string, urls: readonly { id: string; confirmationUrl: string }[]): Promise<void> {
+    for (const row of await repository.findMany(tx, organizationId, urls.map((url) => url.id))) {
+      const confirmationUrl = urls.find((url) => url.id === row.id)!.confirmationUrl
+      await repository.setOrigin(tx, organizationId, row.id, { ...(row.origin as Record<string, unknown>), confirmationUrl })
     }
   }
 
