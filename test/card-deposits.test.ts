@@ -5,21 +5,15 @@
  * (responses, trace-level logs, every column, the challenge page).
  */
 import assert from 'node:assert/strict'
-import { Writable } from 'node:stream'
 import { after, before, describe, test } from 'node:test'
 import BigNumber from 'bignumber.js'
-import type { InjectOptions } from 'fastify'
 import { sql } from 'kysely'
-import { buildApp, loggerOptions } from '../src/app.ts'
-import type { Engine } from '../src/db/database.ts'
-import type { Db } from '../src/db/schema.ts'
-import { loadOrCreateSecrets } from '../src/lib/data-dir.ts'
 import { eventsAbout } from '../src/modules/events/outbox.ts'
 import { checkLedger } from '../src/modules/ledger/index.ts'
 import { SANDBOX_CAPTURE_DECLINE_CARD, SANDBOX_CHALLENGE_CARD, SANDBOX_PAYMENT_BOUNDS, SANDBOX_PAYMENT_DECLINES } from '../src/providers/cards/sandbox.ts'
-import { basicAuth, bearer, ENGINES, individualUser, openTestDatabase, testConfig, USER_IP, useApp, type TestContext, type TestResponse } from './helpers.ts'
+import { bearer, ENGINES, individualUser, useApp, type TestContext, type TestResponse } from './helpers.ts'
 import { assertError, balanceOf, commit, openAccount, quoted, requestQuote, transactionOf, verifiedUser, type Quote, type Transaction } from './money.ts'
-import { OpenApiValidator } from './openapi-validator.ts'
+import { assertNoSecret, cardSecrets, dumpDatabase, startLoggedApp, type LoggedApp } from './secrecy.ts'
 
 /** The sandbox's frictionless card (docs/sandbox.md): its payments authorize without a challenge. */
 const FRICTIONLESS_CARD = '4242424242424242'
@@ -712,94 +706,3 @@ for (const engine of ENGINES) {
   })
 }
 
-// --- Secrecy helpers (as test/external-accounts.test.ts) -------------------------------------------------------------
-
-/** What must never leave the service nor be kept: a card number (whole, spaced, its last 12 digits, encoded). */
-function cardSecrets(number: string): string[] {
-  return [number, spaced(number), number.slice(-12), Buffer.from(number).toString('hex'), Buffer.from(number).toString('base64')]
-}
-
-function assertNoSecret(haystack: string, secrets: readonly string[], where: string): void {
-  for (const secret of secrets) assert.ok(!haystack.includes(secret), `${where} contains ${JSON.stringify(secret)}`)
-}
-
-/** Every column of every table of the test schema, as text. */
-async function dumpDatabase(db: Db): Promise<{ table: string; column: string; value: string }[]> {
-  const columns = await sql<{ table_name: string; column_name: string }>`
-    select c.table_name, c.column_name
-    from information_schema.columns c
-    join information_schema.tables t on t.table_schema = c.table_schema and t.table_name = c.table_name
-    where c.table_schema = current_schema() and t.table_type = 'BASE TABLE'
-    order by c.table_name, c.ordinal_position`.execute(db)
-  assert.ok(columns.rows.some((c) => c.table_name === 'sandbox_card_payments' && c.column_name === 'last_four'), 'the dump reads the right schema')
-  const values: { table: string; column: string; value: string }[] = []
-  for (const { table_name: table, column_name: column } of columns.rows) {
-    const rows = await sql<{ v: string | null }>`select ${sql.ref(column)}::text as v from ${sql.table(table)}`.execute(db)
-    for (const row of rows.rows) if (row.v !== null) values.push({ table, column, value: row.v })
-  }
-  return values
-}
-
-interface LoggedApp {
-  ctx: TestContext
-  /** Every log line the service wrote. */
-  lines: string[]
-  /** Every response of every request made through `ctx.request`. */
-  responses: TestResponse[]
-}
-
-/** The service as `startApp` builds it, but with pino writing every line at trace level into `lines`. */
-async function startLoggedApp(engine: Engine, env: Record<string, string>): Promise<LoggedApp> {
-  const lines: string[] = []
-  const responses: TestResponse[] = []
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, callback) {
-      lines.push(chunk.toString('utf8'))
-      callback()
-    },
-  })
-  const config = testConfig({ ...env, LOG_LEVEL: 'trace' })
-  const { database, cleanup } = await openTestDatabase(engine, config)
-  const secrets = loadOrCreateSecrets(null, config)
-  const { app, services } = await buildApp({ config, database, secrets, logger: { ...(loggerOptions('trace') as object), stream }, onClose: cleanup })
-  const validator = new OpenApiValidator((await app.inject({ method: 'GET', url: '/openapi.json' })).json())
-
-  const request = async (options: InjectOptions): Promise<TestResponse> => {
-    const response = await app.inject(options)
-    const result: TestResponse = { status: response.statusCode, headers: response.headers, body: response.body, json: <T>() => JSON.parse(response.body) as T }
-    responses.push(result)
-    validator.check({ method: String(options.method ?? 'GET'), url: String(options.url ?? '/'), status: result.status, headers: result.headers, body: result.body })
-    return result
-  }
-  const newClient = (scopes = '*', organizationId?: string) => services.clients.create({ name: 'Logged client', scopes, organizationId })
-  const client = await newClient()
-  const ctx: TestContext = {
-    engine,
-    app,
-    services,
-    config,
-    secrets,
-    database,
-    validator,
-    client,
-    request,
-    newClient,
-    async token(of = client, scope?: string) {
-      const response = await request({
-        method: 'POST',
-        url: '/core/oauth2/token',
-        headers: { authorization: basicAuth(of), 'content-type': 'application/x-www-form-urlencoded' },
-        payload: new URLSearchParams({ grant_type: 'client_credentials', ...(scope !== undefined ? { scope } : {}) }).toString(),
-      })
-      assert.equal(response.status, 200, response.body)
-      return response.json<{ access_token: string }>().access_token
-    },
-    async createUser(token, body = individualUser()) {
-      const response = await request({ method: 'POST', url: '/core/users', headers: { authorization: `Bearer ${token}`, 'x-service-user-ip': USER_IP }, payload: body })
-      assert.equal(response.status, 201, response.body)
-      return response.json<{ user: { id: string } & Record<string, unknown> }>().user
-    },
-    close: () => app.close(),
-  }
-  return { ctx, lines, responses }
-}

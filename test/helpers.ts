@@ -118,6 +118,19 @@ export async function startPeer(first: TestContext): Promise<TestContext> {
   return peer
 }
 
+/** What a test may add to the app it starts: a logger, and a look at every response `request` gets. */
+export interface AppOptions {
+  logger?: NonNullable<Parameters<typeof buildApp>[0]['logger']>
+  onResponse?: (response: TestResponse) => void
+}
+
+/** The app of a test over a fresh database of the engine, with `options`' logger and response hook. */
+export async function startAppWith(engine: Engine, env: Record<string, string>, options: AppOptions): Promise<TestContext> {
+  const config = testConfig(env)
+  const { database, cleanup } = await openTestDatabase(engine, config)
+  return assemble(engine, config, database, loadOrCreateSecrets(null, config), cleanup, undefined, options)
+}
+
 async function assemble(
   engine: Engine,
   config: Config,
@@ -125,8 +138,9 @@ async function assemble(
   secrets: SandboxSecrets,
   cleanup: () => Promise<void>,
   existingClient?: ClientCredentials,
+  appOptions: AppOptions = {},
 ): Promise<TestContext> {
-  const { app, services } = await buildApp({ config, database, secrets, onClose: cleanup })
+  const { app, services } = await buildApp({ config, database, secrets, onClose: cleanup, ...(appOptions.logger ? { logger: appOptions.logger } : {}) })
 
   const docResponse = await app.inject({ method: 'GET', url: '/openapi.json' })
   assert.equal(docResponse.statusCode, 200)
@@ -140,6 +154,7 @@ async function assemble(
       body: response.body,
       json: <T>() => JSON.parse(response.body) as T,
     }
+    appOptions.onResponse?.(result)
     validator.check({ method: String(options.method ?? 'GET'), url: String(options.url ?? '/'), status: result.status, headers: result.headers, body: result.body })
     return result
   }
