@@ -1,4 +1,4 @@
-// What the raw SQL baselines of bench/trades.ts and bench/withdrawals.ts share: the statements Tessera issues for a
+// What the raw SQL baselines of bench/trades.ts, bench/withdrawals.ts and bench/cards.ts share: the statements Tessera issues for a
 // quote, a commit and a flow's worker steps that are the same whatever the flow moves, issued directly through `pg`.
 // Each mirrors Tessera's own statement (named in its comment), so that the baselines write the same rows and take the
 // same row locks as Tessera; what differs between a trade and a withdrawal stays in its runner. See bench/README.md.
@@ -169,8 +169,8 @@ export async function completeJobs(client: pg.PoolClient, jobs: readonly RawJob[
 }
 
 /** A step's lock of its flows (still running, at `step`), in id order, as the flow runner takes them. */
-export async function lockFlows(client: pg.PoolClient, organizationId: string, flowIds: readonly string[], step: number): Promise<{ id: string; data: { holdId: string } }[]> {
-  const { rows } = await client.query<{ id: string; data: { holdId: string } }>(
+export async function lockFlows<D = { holdId: string }>(client: pg.PoolClient, organizationId: string, flowIds: readonly string[], step: number): Promise<{ id: string; data: D }[]> {
+  const { rows } = await client.query<{ id: string; data: D }>(
     "select * from flows where organization_id = $1 and id = any($2::uuid[]) and status = 'running' and step = $3 order by id for update",
     [organizationId, flowIds, step],
   )
@@ -203,4 +203,53 @@ export async function completeTransactions<T extends pg.QueryResultRow>(client: 
     [at, organizationId, ids],
   )
   return rows
+}
+
+/**
+ * The start of a flow whose first step calls an outside party (a card deposit: the issuer's authorization), as the
+ * flow runner starts one with nothing inline: the flow at its first step, no history yet, and its job (of
+ * `jobType`, the baseline's own) due only after `jobDelayMs`, standing by while the request makes that call itself
+ * once the commit is done.
+ */
+export async function startDeferredFlow(
+  client: pg.PoolClient,
+  organizationId: string,
+  flow: { type: string; id: string; data: unknown },
+  jobType: string,
+  jobDelayMs: number,
+  at: Date,
+): Promise<void> {
+  await client.query(
+    insertRows('flows', ['organization_id', 'id', 'type', 'status', 'step', 'data', 'error', 'created_at', 'updated_at'], [
+      [organizationId, flow.id, flow.type, 'running', 0, JSON.stringify(flow.data), null, at, at],
+    ]),
+  )
+  await client.query(
+    insertRows(
+      'jobs',
+      ['id', 'organization_id', 'type', 'payload', 'status', 'attempts', 'max_attempts', 'run_at', 'locked_until', 'locked_by', 'last_error', 'created_at', 'updated_at', 'finished_at'],
+      [[uuidv7(at.getTime()), organizationId, jobType, JSON.stringify({ organizationId, flowId: flow.id }), 'pending', 0, 10, new Date(at.getTime() + jobDelayMs), null, null, null, at, at, null]],
+    ),
+  )
+}
+
+/** Makes the deferred jobs of flows due now, as the flow runner's `wake` (the request made the flows' first call). */
+export async function wakeFlowJobs(client: pg.PoolClient, jobType: string, organizationId: string, flowIds: readonly string[], at: Date): Promise<void> {
+  await client.query(
+    "update jobs set run_at = $1, updated_at = $1 where type = $2 and organization_id = $3 and status = 'pending' and run_at > $1 and payload->>'flowId' = any($4::text[])",
+    [at, jobType, organizationId, flowIds],
+  )
+}
+
+/**
+ * Moves locked flows past a stretch of steps to `step` (completed or still running), merging what the steps
+ * learned (`patches`, by flow id) into their data, in one statement, as the flow runner's `advance`.
+ */
+export async function advanceFlows(client: pg.PoolClient, organizationId: string, patches: ReadonlyMap<string, Record<string, unknown>>, step: number, completed: boolean, at: Date): Promise<void> {
+  if (patches.size === 0) return
+  await client.query(
+    `update flows as f set step = $1, status = $2, updated_at = $3, data = f.data || v.patch
+     from jsonb_to_recordset($4::jsonb) as v(id uuid, patch jsonb) where f.organization_id = $5 and f.id = v.id`,
+    [step, completed ? 'completed' : 'running', at, JSON.stringify([...patches].map(([id, patch]) => ({ id, patch }))), organizationId],
+  )
 }
