@@ -1,6 +1,6 @@
 /**
- * External accounts, withdrawal quotes and transactions, and their events, checked against the upstream reference
- * document's own schemas (not only against our generated document): what a client written for the reference
+ * External accounts, withdrawal and card deposit quotes and transactions, their events, and payment widget sessions,
+ * checked against the upstream reference documents' own schemas (not only against our generated document): what a client written for the reference
  * reads from us must be what it expects. Crypto external accounts exist only in the specification (the reference's
  * `external-account.type` has no `crypto`), so they are checked against the reference schema with that one value
  * and its details added.
@@ -15,17 +15,18 @@ import { bearer, ENGINES, useApp, type TestResponse } from './helpers.ts'
 import { commit, fund, openAccount, quoted, verifiedUser } from './money.ts'
 
 const REFERENCE = path.resolve(import.meta.dirname, '../../shared/reference/core-openapi.json')
-const available = fs.existsSync(REFERENCE)
+const WIDGETS_REFERENCE = path.resolve(import.meta.dirname, '../../shared/reference/widgets-openapi.json')
+const available = fs.existsSync(REFERENCE) && fs.existsSync(WIDGETS_REFERENCE)
 
 type Json = Record<string, unknown>
 
-function referenceValidator() {
-  const document = JSON.parse(fs.readFileSync(REFERENCE, 'utf8')) as { components: { schemas: Record<string, Json>; responses: Record<string, { content: Record<string, { schema: Json }> }> } }
+function referenceValidator(file = REFERENCE) {
+  const document = JSON.parse(fs.readFileSync(file, 'utf8')) as { components: { schemas: Record<string, Json>; responses: Record<string, { content: Record<string, { schema: Json }> }> } }
   // The specification's crypto external accounts, on top of the reference's shape.
   const schemas = structuredClone(document.components.schemas)
-  const account = schemas['external-account'] as { properties: { type: { enum: string[] }; details: { oneOf: Json[] } } }
-  account.properties.type.enum.push('crypto')
-  account.properties.details.oneOf.push({ type: 'object', properties: { address: { type: 'string' }, reference: { type: 'string' } }, required: ['address'] })
+  const account = schemas['external-account'] as { properties: { type: { enum: string[] }; details: { oneOf: Json[] } } } | undefined
+  account?.properties.type.enum.push('crypto')
+  account?.properties.details.oneOf.push({ type: 'object', properties: { address: { type: 'string' }, reference: { type: 'string' } }, required: ['address'] })
   const ajv = new Ajv2020({ strict: false, allErrors: true })
   addFormats.default(ajv)
   ajv.addSchema({ $id: 'reference.json', components: { schemas, responses: document.components.responses } })
@@ -47,7 +48,7 @@ function referenceValidator() {
 }
 
 for (const engine of ENGINES) {
-  describe(`reference shapes: external accounts and withdrawals [${engine}]`, { skip: !available && 'reference not found' }, () => {
+  describe(`reference shapes: external accounts, withdrawals, card deposits, widget sessions [${engine}]`, { skip: !available && 'reference not found' }, () => {
     const suite = useApp(engine, { SANDBOX_RAIL_SETTLE_MS: '0', VELOCITY_MAX_MOVEMENTS: '0' })
 
     test('every kind of external account, every operation, the withdrawals to them and their events', async () => {
@@ -136,6 +137,60 @@ for (const engine of ENGINES) {
       }
       assert.equal(checked.externalAccount, 6)
       assert.equal(checked.transaction, 2 * ids.length)
+    })
+
+    test('card deposits (frictionless, challenged, declined, refused), their events, and payment widget sessions', async () => {
+      const reference = referenceValidator()
+      const widgets = referenceValidator(WIDGETS_REFERENCE)
+      const ctx = suite.ctx
+      const userId = await verifiedUser(ctx, suite.token)
+      const headers = bearer(suite.token, userId)
+      const eur = await openAccount(ctx, suite.token, userId, 'EUR')
+      const requirements = { params: { requirements: [{ name: 'authorize:3ds', returnUrl: 'https://shop.example/paid' }] } }
+      const ids: string[] = []
+      for (const number of ['4242424242424242', '4000000000003220', '4000000000000259']) {
+        const linked = await ctx.request({
+          method: 'POST',
+          url: '/core/external-accounts',
+          headers,
+          payload: { type: 'card', label: 'Card', number, securityCode: '123', expiryDate: { month: 12, year: new Date().getUTCFullYear() + 3 } },
+        })
+        assert.equal(linked.status, 201, linked.body)
+        const card = linked.json<{ externalAccount: { id: string } }>().externalAccount.id
+        const body = { origin: { type: 'external-account', id: card }, destination: { type: 'account', id: eur }, denomination: { asset: 'EUR', amount: '20' } }
+        const quoteResponse = await ctx.request({ method: 'POST', url: '/core/transactions/quote', headers, payload: body })
+        assert.equal(quoteResponse.status, 201, quoteResponse.body)
+        reference.response('create-quote-response', quoteResponse)
+        const quoteId = quoteResponse.json<{ quote: { id: string } }>().quote.id
+
+        const missing = await commit(ctx, suite.token, userId, quoteId)
+        assert.equal(missing.status, 409, missing.body)
+        reference.response('create-transaction-conflict-response', missing)
+
+        const session = await ctx.request({ method: 'POST', url: '/widgets/payment/sessions', headers, payload: { flow: 'authorize', data: { quoteId, domain: 'shop.example' } } })
+        assert.equal(session.status, 201, session.body)
+        widgets.response('create-payment-widget-session-response', session)
+
+        const committed = await commit(ctx, suite.token, userId, quoteId, { body: requirements })
+        assert.equal(committed.status, 201, committed.body)
+        reference.response('create-transaction-response', committed)
+        ids.push(committed.json<{ transaction: { id: string } }>().transaction.id)
+      }
+      const challenged = (await ctx.request({ method: 'GET', url: `/core/transactions/${ids[1]}`, headers })).json<{ transaction: { origin: { node: { confirmationUrl?: string } } } }>()
+      assert.ok(challenged.transaction.origin.node.confirmationUrl, 'the challenged deposit shows where to confirm it')
+      await ctx.services.worker.drain()
+      for (const id of ids) reference.response('get-transaction-response', await ctx.request({ method: 'GET', url: `/core/transactions/${id}`, headers }))
+      reference.response('list-transactions-response', await ctx.request({ method: 'GET', url: '/core/transactions?type=deposit', headers }))
+      for (const flow of ['select-for-deposit', 'select-for-withdrawal']) {
+        widgets.response('create-payment-widget-session-response', await ctx.request({ method: 'POST', url: '/widgets/payment/sessions', headers, payload: { flow } }))
+      }
+
+      const events = await ctx.database.db.selectFrom('outbox_events').selectAll().where('user_id', '=', userId).where('type', 'like', 'core.transaction.%').orderBy('id').execute()
+      const envelope = (event: (typeof events)[number]) => ({ id: event.id, type: event.type, createdAt: event.occurred_at.toISOString(), data: event.data })
+      const checked = events.filter((event) => ids.includes(event.subject_id))
+      for (const event of checked) reference.schema('transaction-webhook-event', envelope(event))
+      // Created for each; the frictionless one completed, the declined one failed; the challenged one still waits.
+      assert.equal(checked.length, ids.length + 2)
     })
   })
 }
