@@ -1,7 +1,8 @@
-// What the raw SQL baselines of bench/trades.ts, bench/withdrawals.ts and bench/cards.ts share: the statements Tessera issues for a
-// quote, a commit and a flow's worker steps that are the same whatever the flow moves, issued directly through `pg`.
-// Each mirrors Tessera's own statement (named in its comment), so that the baselines write the same rows and take the
-// same row locks as Tessera; what differs between a trade and a withdrawal stays in its runner. See bench/README.md.
+// What the raw SQL baselines of bench/trades.ts, bench/withdrawals.ts and bench/cards.ts share: the statements Tessera
+// issues for a quote, a commit and a flow's worker steps that are the same whatever the flow moves, issued directly
+// through `pg`. Each mirrors Tessera's own statement (named in its comment), so that the baselines write the same rows
+// and take the same row locks as Tessera; what differs between a trade, a withdrawal and a card deposit stays in its
+// runner. See bench/README.md.
 import BigNumber from 'bignumber.js'
 import type pg from 'pg'
 import { uuidv7 } from '../src/lib/ids.ts'
@@ -20,6 +21,62 @@ export const EVENT_COLUMNS = ['id', 'organization_id', 'type', 'subject_type', '
 export const FLOW_STEP_COLUMNS = ['organization_id', 'flow_id', 'step', 'action', 'position', 'error', 'at'] as const
 export const LEDGER_TRANSACTION_COLUMNS = ['organization_id', 'id', 'type', 'reference', 'request_hash', 'hold_id', 'data', 'created_at'] as const
 export const LEDGER_ENTRY_COLUMNS = ['organization_id', 'id', 'transaction_id', 'account_id', 'asset', 'amount', 'created_at'] as const
+/** The columns of a transaction the commit records with its counterparty (a withdrawal, a card deposit). */
+export const TRANSACTION_COLUMNS = [
+  'organization_id', 'id', 'owner_id', 'type', 'status', 'reason', 'origin', 'origin_asset', 'origin_amount', 'origin_rate', 'destination', 'destination_asset',
+  'destination_amount', 'destination_rate', 'denomination', 'fees', 'origin_account_id', 'destination_account_id', 'network', 'reference', 'counterparty', 'quote_id',
+  'quoted_at', 'created_at', 'updated_at', 'completed_at',
+] as const
+
+/** What a baseline reads and writes of a transaction's row (the quote's columns, as the commit copies them, and its own). */
+export interface TransactionRow {
+  id: string
+  owner_id: string
+  type: string
+  origin: unknown
+  origin_asset: string
+  origin_amount: string
+  origin_rate: string
+  destination: unknown
+  destination_asset: string
+  destination_amount: string
+  destination_rate: string
+  denomination: Record<string, unknown> & { amount: string }
+  fees: { amount: string }[]
+  /** Null where that end is not one of Tessera's accounts (a withdrawal's destination, a card deposit's origin). */
+  origin_account_id: string | null
+  destination_account_id: string | null
+  status: string
+  quoted_at: Date
+  created_at: Date
+  updated_at: Date
+  completed_at: Date | null
+}
+
+/** A transaction as the API shows it (the payload of its events), from its row. */
+export function presentTransaction(row: TransactionRow) {
+  return {
+    id: row.id,
+    type: row.type,
+    origin: { asset: row.origin_asset, amount: new BigNumber(row.origin_amount).toFixed(), rate: row.origin_rate, node: row.origin },
+    destination: { asset: row.destination_asset, amount: new BigNumber(row.destination_amount).toFixed(), rate: row.destination_rate, node: row.destination },
+    denomination: { ...row.denomination, amount: new BigNumber(row.denomination.amount).toFixed() },
+    fees: row.fees,
+    status: row.status,
+    quotedAt: row.quoted_at.toISOString(),
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+    ...(row.completed_at !== null ? { completedAt: row.completed_at.toISOString() } : {}),
+  }
+}
+
+/**
+ * The outbox row (EVENT_COLUMNS) of a transaction's `core.transaction.created` or `core.transaction.status-changed`
+ * event, for its owner, with the transaction as the API shows it.
+ */
+export function transactionEvent(organizationId: string, type: 'core.transaction.created' | 'core.transaction.status-changed', row: TransactionRow, at: Date): unknown[] {
+  return [uuidv7(), organizationId, type, 'transaction', row.id, row.owner_id, JSON.stringify({ transaction: presentTransaction(row) }), at]
+}
 
 /** Runs `work` in one database transaction on `client`: begin, then commit, or rollback when it throws. */
 export async function inTransaction(client: pg.PoolClient, work: () => Promise<void>): Promise<void> {
@@ -33,14 +90,38 @@ export async function inTransaction(client: pg.PoolClient, work: () => Promise<v
   }
 }
 
+/** The columns of a quote the commit copies into its transaction (`useQuote`), as they come back. */
+export type QuoteRow = Omit<TransactionRow, 'type' | 'status' | 'quoted_at' | 'updated_at' | 'completed_at'>
+
 /** POST /core/transactions: takes the user's quote (unused and unexpired), as the commit's first statement. */
-export async function useQuote<Q>(client: pg.PoolClient, organizationId: string, userId: string, quoteId: string, at: Date): Promise<Q> {
-  const { rows: [quote] } = await client.query<Q & pg.QueryResultRow>(
+export async function useQuote(client: pg.PoolClient, organizationId: string, userId: string, quoteId: string, at: Date): Promise<QuoteRow> {
+  const { rows: [quote] } = await client.query<QuoteRow>(
     'update quotes set used_at = $1 where organization_id = $2 and owner_id = $3 and id = $4 and used_at is null and expires_at > $1 returning *',
     [at, organizationId, userId, quoteId],
   )
   if (!quote) throw new Error('raw SQL baseline: the quote was not found')
   return quote
+}
+
+/** The row of the transaction of `type` that a commit at `at` makes of its quote: processing, priced as quoted. */
+export function transactionOf(quote: QuoteRow, type: string, at: Date): TransactionRow {
+  return { ...quote, id: uuidv7(at.getTime()), type, status: 'processing', quoted_at: quote.created_at, created_at: at, updated_at: at, completed_at: null }
+}
+
+/** POST /core/transactions: the insert of the transaction (TRANSACTION_COLUMNS) the commit made of the quote `quoteId`. */
+export async function insertTransaction(
+  client: pg.PoolClient,
+  organizationId: string,
+  row: TransactionRow,
+  recorded: { network: string | null; counterparty: string | null; quoteId: string },
+): Promise<void> {
+  await client.query(
+    insertRows('transactions', TRANSACTION_COLUMNS, [
+      [organizationId, row.id, row.owner_id, row.type, row.status, null, JSON.stringify(row.origin), row.origin_asset, row.origin_amount, row.origin_rate,
+        JSON.stringify(row.destination), row.destination_asset, row.destination_amount, row.destination_rate, JSON.stringify(row.denomination), JSON.stringify(row.fees),
+        row.origin_account_id, row.destination_account_id, recorded.network, null, recorded.counterparty, recorded.quoteId, row.quoted_at, row.created_at, row.updated_at, row.completed_at],
+    ]),
+  )
 }
 
 export interface LockedAccount {
@@ -251,5 +332,59 @@ export async function advanceFlows(client: pg.PoolClient, organizationId: string
     `update flows as f set step = $1, status = $2, updated_at = $3, data = f.data || v.patch
      from jsonb_to_recordset($4::jsonb) as v(id uuid, patch jsonb) where f.organization_id = $5 and f.id = v.id`,
     [step, completed ? 'completed' : 'running', at, JSON.stringify([...patches].map(([id, patch]) => ({ id, patch }))), organizationId],
+  )
+}
+
+/**
+ * One step run on its own, as the flow runner runs one: in a database transaction, lock the flows at the step's
+ * `position`, move them on to the next with what it learned (`patch`, per flow; it may throw to refuse one) and write
+ * their history rows. Resolves with the flows it locked.
+ */
+export async function runStep<D = { holdId: string }>(
+  client: pg.PoolClient,
+  organizationId: string,
+  flowIds: readonly string[],
+  step: { name: string; position: number },
+  patch: (flow: { id: string; data: D }) => Record<string, unknown>,
+): Promise<{ id: string; data: D }[]> {
+  let flows: { id: string; data: D }[] = []
+  await inTransaction(client, async () => {
+    const at = new Date()
+    flows = await lockFlows<D>(client, organizationId, flowIds, step.position)
+    await advanceFlows(client, organizationId, new Map(flows.map((flow) => [flow.id, patch(flow)])), step.position + 1, false, at)
+    await client.query(insertRows('flow_steps', FLOW_STEP_COLUMNS, flows.map((flow) => [organizationId, flow.id, step.name, 'run', step.position, null, at])))
+  })
+  return flows
+}
+
+/**
+ * The end of a flow's last stretch, once its ledger transactions are in and its accounts locked, in the stretch's
+ * database transaction, as the ledger and the flow runner write it: the balances of `accounts` as changed, the
+ * `entries`, the transactions completed with one balance-changed event per user account (`userAccountIds`, with its
+ * final balance, as the ledger's one write for the batch) and one status-changed event each, then the flows
+ * completed with what the stretch learned (`patches`, by flow id) and their history rows (`steps`, by position).
+ */
+export async function completeStretch(
+  client: pg.PoolClient,
+  organizationId: string,
+  work: {
+    accounts: ReadonlyMap<string, LockedAccount>
+    entries: readonly unknown[][]
+    userAccountIds: readonly string[]
+    transactionIds: readonly string[]
+    patches: ReadonlyMap<string, Record<string, unknown>>
+    steps: readonly { name: string; position: number }[]
+  },
+  at: Date,
+): Promise<void> {
+  await setBalances(client, organizationId, [...work.accounts.values()], at)
+  await client.query(insertRows('ledger_entries', LEDGER_ENTRY_COLUMNS, work.entries))
+  const events = [...new Set(work.userAccountIds)].map((id) => balanceChanged(organizationId, work.accounts.get(id)!, at))
+  const completed = await completeTransactions<TransactionRow>(client, organizationId, work.transactionIds, at)
+  for (const row of completed) events.push(transactionEvent(organizationId, 'core.transaction.status-changed', row, at))
+  await client.query(insertRows('outbox_events', EVENT_COLUMNS, events))
+  await advanceFlows(client, organizationId, work.patches, work.steps.at(-1)!.position + 1, true, at)
+  await client.query(
+    insertRows('flow_steps', FLOW_STEP_COLUMNS, [...work.patches.keys()].flatMap((id) => work.steps.map((step) => [organizationId, id, step.name, 'run', step.position, null, at]))),
   )
 }
