@@ -144,6 +144,11 @@ for (const engine of ENGINES) {
         const exact = await quoted(ctx(), suite.token, userId, { ...f.depositBody(card, eur, '98.5'), denomination: { asset: 'EUR', amount: '98.5', target: 'destination' } })
         assert.equal(exact.destination.amount, '98.5')
         assert.equal(exact.origin.amount, '100')
+
+        // The upstream widget test app's sample spells the node `external_account`: the same card, the same quote.
+        const underscored = await quoted(ctx(), suite.token, userId, { ...f.depositBody(card, eur, '100'), origin: { type: 'external_account', id: card } })
+        assert.deepEqual(underscored.origin.node, quote.origin.node)
+        assert.deepEqual(underscored.requirements, ['authorize:3ds'])
       })
 
       test('to a BTC account: an exchange, with the exchange fee and the card deposit fee, in the card\'s asset', async () => {

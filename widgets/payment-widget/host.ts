@@ -2,9 +2,9 @@ import type { WidgetError } from './types.ts'
 
 export type Logger = (...args: unknown[]) => void
 
-/** A logger that writes `[PaymentWidget] …` to the console only in debug mode. Never give it a token or card data. */
+/** A logger that writes `[payment widget frame] …` to the console only in debug mode (the host SDK's lines say `[PaymentWidget]`). Never give it a token or card data. */
 export function logger(debug: boolean): Logger {
-  return debug ? (...args: unknown[]) => console.log('[PaymentWidget]', ...args) : () => {}
+  return debug ? (...args: unknown[]) => console.log('[payment widget frame]', ...args) : () => {}
 }
 
 /**

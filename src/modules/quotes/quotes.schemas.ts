@@ -7,7 +7,8 @@ const Decimal = (description: string) => Type.String({ pattern: '^(0|[1-9][0-9]*
 
 const AccountNodeInput = Type.Object({ type: Type.Literal('account'), id: Type.String({ format: 'uuid', description: 'One of the acting user\'s accounts.' }) })
 const ExternalAccountNodeInput = Type.Object({
-  type: Type.Literal('external-account'),
+  // `external_account` is how the upstream widget test app's sample configuration spells it: the same node.
+  type: Type.Union([Type.Literal('external-account'), Type.Literal('external_account')], { description: '`external-account` (also accepted as `external_account`).' }),
   id: Type.String({ format: 'uuid', description: 'One of the acting user\'s external accounts.' }),
   network: Type.Optional(Type.String({ pattern: NoEdgeSpaces, maxLength: 50, description: 'The network to use with it.' })),
 })
