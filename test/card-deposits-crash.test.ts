@@ -7,21 +7,10 @@
  * credited exactly when the money was captured, and the books balance.
  */
 import assert from 'node:assert/strict'
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
-import { after, before, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 import BigNumber from 'bignumber.js'
-import pg from 'pg'
-import { buildApp, type Services } from '../src/app.ts'
-import { migrateToLatest, openDatabase, type DatabaseHandle } from '../src/db/database.ts'
-import type { ClientCredentials } from '../src/modules/auth/clients.service.ts'
-import { loadOrCreateSecrets } from '../src/lib/data-dir.ts'
-import { basicAuth, bearer, localContext, TEST_DATABASE_URL, testConfig } from './helpers.ts'
-import { openAccount, verifiedUser, type Quote, type Transaction } from './money.ts'
-import { cli, freePort, scratchDatabase, serve, type Server } from './processes.ts'
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+import { openAccount, verifiedUser, type Transaction } from './money.ts'
+import { Crash, linkExternalAccount, POSTGRES_ONLY, REQUEST_TIMEOUT_MS, sleep, type Commit } from './crash.ts'
 
 /** Parallel streams of quote-then-commit against the server, spread over the users. */
 const DEPOSITORS = 32
@@ -33,8 +22,6 @@ const ROUNDS_AT_MOST = 6
 const ANSWERED_BEFORE_KILL = 40
 /** … and this many challenges wait for their cardholder. */
 const WAITING_BEFORE_KILL = 5
-/** Every request gives up after this long: the test stops by itself whatever the server does. */
-const REQUEST_TIMEOUT_MS = 15_000
 /** How often a flow waiting for a challenge looks again (the answer also wakes it, in the process that took it). */
 const CHALLENGE_POLL_MS = 100
 /** The cardholder answers a challenge this long (at random between the two) after the page is first seen. */
@@ -70,14 +57,9 @@ interface Depositor {
 }
 
 /** One commit of the stream: its quote and key, what it does, and what the first request got. */
-interface Attempt {
+interface Attempt extends Commit<Depositor> {
   round: number
-  depositor: Depositor
   kind: Kind
-  quote: Quote
-  key: string
-  answer?: { status: number; body: string; transactionId?: string }
-  error?: string
 }
 
 /** Where the card deposits still running stand (flow step and the issuer's payment), at a kill. */
@@ -102,123 +84,36 @@ interface Standing {
 
 const CONFIRMATION = (transaction: Transaction) => (transaction.origin.node as { confirmationUrl?: string }).confirmationUrl
 
-// Several processes share one database: PostgreSQL only.
-describe('card deposits while the server is killed with SIGKILL [postgres]', { skip: TEST_DATABASE_URL ? false : 'needs PostgreSQL (TEST_DATABASE_URL)' }, () => {
-  let dataDir: string
-  let url: string
-  let dropDatabase = async () => {}
-  let env: Record<string, string>
-  let baseUrl: string
-  let services: Services
-  let database: DatabaseHandle
-  let close: () => Promise<void> = async () => {}
-  /** A token the server issued (its issuer is the server's public URL). */
-  let token: string
-  let client: ClientCredentials
-  const depositors: Depositor[] = []
-  const servers: Server[] = []
-
-  before(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-card-deposits-crash-'))
-    const scratch = await scratchDatabase('card_deposits_crash')
-    url = scratch.url
-    dropDatabase = scratch.drop
-    const port = await freePort()
-    baseUrl = `http://127.0.0.1:${port}`
-    env = {
-      DATA_DIR: dataDir,
-      DATABASE_URL: url,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      PUBLIC_URL: baseUrl,
-      LOG_LEVEL: 'silent',
-      RATE_LIMIT_PER_MINUTE: '0',
-      TOKEN_RATE_LIMIT_PER_MINUTE: '0',
-      VELOCITY_MAX_MOVEMENTS: '0',
-      WORKER_POLL_INTERVAL_MS: '20',
-      // The killed server's claimed jobs are taken over a second after its death.
-      WORKER_LEASE_MS: '1000',
-      WORKER_CONCURRENCY: '8',
-      DATABASE_POOL_SIZE: '32',
+describe('card deposits while the server is killed with SIGKILL [postgres]', POSTGRES_ONLY, () => {
+  // The in-process app prepares the users, their accounts and their linked cards.
+  const crash = new Crash<Depositor, Attempt>({
+    name: 'card-deposits-crash',
+    env: {
       // A challenge answered while its wake-up was lost to a kill is seen soon all the same.
       CARD_CHALLENGE_POLL_MS: String(CHALLENGE_POLL_MS),
       CARDS_MAX_LINKED: '10',
-    }
-    // This process prepares the users, their accounts and their linked cards; it shares the server's keys (so its
-    // tokens are the server's) but never runs jobs once the server is up.
-    const config = testConfig({ DATABASE_URL: url, DATABASE_POOL_SIZE: '8', VELOCITY_MAX_MOVEMENTS: '0', CARDS_MAX_LINKED: '10' })
-    database = await openDatabase(config)
-    await migrateToLatest(database)
-    const built = await buildApp({ config, database, secrets: loadOrCreateSecrets(dataDir, config) })
-    services = built.services
-    close = () => built.app.close()
-    client = await services.clients.create({ name: 'Crash test', scopes: '*' })
-    const tokenResponse = await built.app.inject({
-      method: 'POST',
-      url: '/core/oauth2/token',
-      headers: { authorization: basicAuth(client), 'content-type': 'application/x-www-form-urlencoded' },
-      payload: 'grant_type=client_credentials',
-    })
-    assert.equal(tokenResponse.statusCode, 200, tokenResponse.body)
-    const localToken = tokenResponse.json<{ access_token: string }>().access_token
-    const ctx = localContext(built.app, services, database)
-    const link = async (userId: string, number: string) => {
-      const response = await ctx.request({
-        method: 'POST',
-        url: '/core/external-accounts',
-        headers: bearer(localToken, userId),
-        payload: { type: 'card', label: `Card ${number.slice(-4)}`, number, securityCode: '123', expiryDate: EXPIRY },
-      })
-      assert.equal(response.status, 201, response.body)
-      return response.json<{ externalAccount: { id: string } }>().externalAccount.id
-    }
-    for (let i = 0; i < USERS; i++) {
-      const userId = await verifiedUser(ctx, localToken)
-      const eur = await openAccount(ctx, localToken, userId, 'EUR')
-      const cards = {} as Record<Card, string>
-      for (const card of Object.keys(CARD) as Card[]) cards[card] = await link(userId, CARD[card])
-      depositors.push({ userId, eur, cards })
-    }
+    },
+    config: { CARDS_MAX_LINKED: '10' },
+    type: 'deposit',
+    commitBody: (quote) => ({ quoteId: quote.id, params: { requirements: [{ name: 'authorize:3ds', returnUrl: RETURN_URL }] } }),
+    prepare: async ({ ctx, token }) => {
+      const link = (userId: string, number: string) =>
+        linkExternalAccount(ctx, token, userId, { type: 'card', label: `Card ${number.slice(-4)}`, number, securityCode: '123', expiryDate: EXPIRY })
+      const depositors: Depositor[] = []
+      for (let i = 0; i < USERS; i++) {
+        const userId = await verifiedUser(ctx, token)
+        const eur = await openAccount(ctx, token, userId, 'EUR')
+        const cards = {} as Record<Card, string>
+        for (const card of Object.keys(CARD) as Card[]) cards[card] = await link(userId, CARD[card])
+        depositors.push({ userId, eur, cards })
+      }
+      return depositors
+    },
   })
-
-  after(async () => {
-    for (const server of servers) if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL')
-    await close()
-    await dropDatabase()
-    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true })
-  })
-
-  /** A request to the server as the user; rejects on a connection error or after REQUEST_TIMEOUT_MS. */
-  async function send(method: string, depositor: Depositor, route: string, body?: unknown, headers: Record<string, string> = {}) {
-    const response = await fetch(`${baseUrl}${route}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, 'x-on-behalf-of': `user ${depositor.userId}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    })
-    return { status: response.status, headers: response.headers, body: await response.text() }
-  }
-
-  const commitBody = (quote: Quote) => ({ quoteId: quote.id, params: { requirements: [{ name: 'authorize:3ds', returnUrl: RETURN_URL }] } })
-
-  async function query<T extends pg.QueryResultRow>(text: string): Promise<T[]> {
-    const client = new pg.Client({ connectionString: url })
-    await client.connect()
-    try {
-      return (await client.query<T>(text)).rows
-    } finally {
-      await client.end()
-    }
-  }
-
-  async function statuses(): Promise<Record<string, number>> {
-    const rows = await query<{ status: string; n: string }>("select status, count(*) as n from transactions where type = 'deposit' group by status")
-    return Object.fromEntries(rows.map((row) => [row.status, Number(row.n)]))
-  }
 
   /** Where the running card deposit flows stand, by their step and their payment at the issuer. */
   async function standing(): Promise<Standing> {
-    const rows = await query<{ step: number; payment: string | null; captured: boolean | null }>(`
+    const rows = await crash.query<{ step: number; payment: string | null; captured: boolean | null }>(`
       select f.step, p.status as payment, p.operations @> '[{"kind": "capture"}]'::jsonb as captured
       from flows f left join sandbox_card_payments p on p.organization_id = f.organization_id and p.reference = f.id::text
       where f.type = 'card-deposit' and f.status = 'running'`)
@@ -235,22 +130,8 @@ describe('card deposits while the server is killed with SIGKILL [postgres]', { s
     }
   }
 
-  async function waitUntil(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-    const deadline = Date.now() + timeoutMs
-    while (!(await check())) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-      await sleep(50)
-    }
-  }
-
   test('every card deposit ends as its card says, paid and captured at most once, credited exactly when captured, whatever the kill interrupted; the books balance', async (t) => {
     const started = Date.now()
-    const attempts: Attempt[] = []
-    /** Per key, the transaction its retries answered. */
-    const ids = new Map<string, string>()
-    let server: Server | undefined
-    let madeBeforeKill = 0
-    let rounds = 0
     const standings: Standing[] = []
     /** Makes every amount different (easier to follow in the books). */
     let counter = 0
@@ -272,7 +153,7 @@ describe('card deposits while the server is killed with SIGKILL [postgres]', { s
         while (answering) {
           try {
             if (confirmationUrl === undefined) {
-              const response = await send('GET', depositor, `/core/transactions/${id}`)
+              const response = await crash.send('GET', depositor, `/core/transactions/${id}`)
               if (response.status === 200) {
                 const transaction = (JSON.parse(response.body) as { transaction: Transaction }).transaction
                 // Ended before its cardholder answered: the checks below say it was not as it should.
@@ -306,27 +187,15 @@ describe('card deposits while the server is killed with SIGKILL [postgres]', { s
     }
     const follow = (attempt: Attempt, transaction: Transaction) => {
       const { answer } = KINDS[attempt.kind]
-      if (answer) answerChallenge(attempt.depositor, transaction.id, answer, CONFIRMATION(transaction))
+      if (answer) answerChallenge(attempt.user, transaction.id, answer, CONFIRMATION(transaction))
     }
 
-    const start = async () => {
-      server = await serve(env)
-      servers.push(server)
-    }
-    await start()
-    const issued = await fetch(`${baseUrl}/core/oauth2/token`, {
-      method: 'POST',
-      headers: { authorization: basicAuth(client), 'content-type': 'application/x-www-form-urlencoded' },
-      body: 'grant_type=client_credentials',
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    })
-    assert.equal(issued.status, 200)
-    token = ((await issued.json()) as { access_token: string }).access_token
+    await crash.start()
 
     // The hard cases a kill should hit, in some round at least.
     const hit = () => ({
       /** A commit made whose answer the kill lost. */
-      answerLost: madeBeforeKill > 0,
+      answerLost: crash.madeBeforeKill > 0,
       /** A request between its commit and its call to the issuer. */
       committedNotAuthorized: standings.some((s) => s.committedNotAuthorized > 0),
       /** A request between the issuer's answer and the commit of the authorize step. */
@@ -338,145 +207,68 @@ describe('card deposits while the server is killed with SIGKILL [postgres]', { s
     // A round: the stream runs, the server is killed in its middle (challenges waiting) and restarted, every
     // commit of the round is retried. At least ROUNDS_AT_LEAST rounds, and more (ROUNDS_AT_MOST at most) until
     // the kills hit every hard case.
-    while (rounds < ROUNDS_AT_LEAST || (rounds < ROUNDS_AT_MOST && !Object.values(hit()).every(Boolean))) {
-      rounds++
-      const roundStarted = Date.now()
-      const round: Attempt[] = []
-      const unexpected: string[] = []
-      let stopping = false
-
-      // Quote, then commit under a key; stops at the first request the server does not answer.
-      const deposit = async (n: number) => {
-        const depositor = depositors[n % depositors.length]!
-        for (let i = 0; !stopping; i++) {
-          const kind = MIX[(n + i) % MIX.length]!
-          const amount = new BigNumber(++counter).div(100).plus(10).toFixed()
-          let quote: Quote
-          try {
-            const response = await send('POST', depositor, '/core/transactions/quote', {
-              origin: { type: 'external-account', id: depositor.cards[KINDS[kind].card] },
-              destination: { type: 'account', id: depositor.eur },
-              denomination: { asset: 'EUR', amount },
-              ttl: 300_000,
-            })
-            if (response.status !== 201) {
-              unexpected.push(`quote: ${response.status} ${response.body}`)
-              return
-            }
-            quote = (JSON.parse(response.body) as { quote: Quote }).quote
-          } catch {
-            return
-          }
-          const attempt: Attempt = { round: rounds, depositor, kind, quote, key: `crash-${quote.id}` }
-          round.push(attempt)
-          try {
-            const response = await send('POST', depositor, '/core/transactions', commitBody(quote), { 'idempotency-key': attempt.key })
-            attempt.answer = { status: response.status, body: response.body }
-            if (response.status === 201) {
-              const transaction = (JSON.parse(response.body) as { transaction: Transaction }).transaction
-              attempt.answer.transactionId = transaction.id
-              follow(attempt, transaction)
-            } else unexpected.push(`commit: ${response.status} ${response.body}`)
-          } catch (error) {
-            attempt.error = String((error as Error).cause ?? error)
-            return
-          }
+    await crash.run({
+      streams: DEPOSITORS,
+      more: () => crash.rounds < ROUNDS_AT_LEAST || (crash.rounds < ROUNDS_AT_MOST && !Object.values(hit()).every(Boolean)),
+      next: (depositor, n, i) => {
+        const kind = MIX[(n + i) % MIX.length]!
+        const amount = new BigNumber(++counter).div(100).plus(10).toFixed()
+        return {
+          quote: {
+            origin: { type: 'external-account', id: depositor.cards[KINDS[kind].card] },
+            destination: { type: 'account', id: depositor.eur },
+            denomination: { asset: 'EUR', amount },
+            ttl: 300_000,
+          },
+          with: { round: crash.rounds, kind },
         }
-      }
-
-      const streams = Array.from({ length: DEPOSITORS }, (_, n) => deposit(n))
-      let streaming = DEPOSITORS
-      for (const stream of streams) void stream.finally(() => streaming--)
-      await waitUntil(
-        async () => (round.filter((a) => a.answer?.status === 201).length >= ANSWERED_BEFORE_KILL && (await standing()).challengeWaiting >= WAITING_BEFORE_KILL) || streaming === 0,
-        30_000,
-        `${ANSWERED_BEFORE_KILL} answered commits and ${WAITING_BEFORE_KILL} challenges waiting`,
-      )
-      assert.deepEqual(unexpected, [], 'the stream runs as it should until the kill')
-      assert.ok(streaming > 0, 'the stream runs until the kill')
-      // Frozen first, then killed: the database finishes what the server had already sent it (a COMMIT among
-      // others, the issuer's record of a payment or a capture whose step has not committed), but the server never
-      // answers.
-      server!.child.kill('SIGSTOP')
-      stopping = true
-      await sleep(300)
-      server!.child.kill('SIGKILL')
-      await server!.exited
-      const atKill = await statuses()
-      const stood = await standing()
-      standings.push(stood)
-      await Promise.all(streams)
-
-      const unanswered = round.filter((a) => a.answer === undefined)
-      assert.deepEqual(unexpected, [])
-      assert.ok(unanswered.length > 0, 'the kill landed while commits were in flight')
-      assert.ok(unanswered.every((a) => a.error !== undefined))
-      assert.ok(stood.challengeWaiting > 0, `the kill landed while challenges waited: ${JSON.stringify(stood)}`)
-
-      await start()
-      // Retries with the same key and quote: an answered commit replays its answer; an unanswered one is made
-      // now, or was made before the kill and replays it. Either way one transaction per key.
-      let replayed = 0
-      for (const attempt of round) {
-        const retry = await send('POST', attempt.depositor, '/core/transactions', commitBody(attempt.quote), { 'idempotency-key': attempt.key })
-        assert.equal(retry.status, 201, `${attempt.key}: ${retry.body}`)
-        const transaction = (JSON.parse(retry.body) as { transaction: Transaction }).transaction
-        if (attempt.answer) {
-          assert.equal(retry.headers.get('idempotent-replayed'), 'true', attempt.key)
-          assert.equal(transaction.id, attempt.answer.transactionId)
-          assert.deepEqual(JSON.parse(retry.body), JSON.parse(attempt.answer.body))
-        } else if (retry.headers.get('idempotent-replayed') === 'true') {
-          replayed++
-        }
+      },
+      committed: follow,
+      answeredBeforeKill: ANSWERED_BEFORE_KILL,
+      ready: async () => (await standing()).challengeWaiting >= WAITING_BEFORE_KILL,
+      waitingFor: `${ANSWERED_BEFORE_KILL} answered commits and ${WAITING_BEFORE_KILL} challenges waiting`,
+      atKill: async () => {
+        const statuses = await crash.statuses()
+        const stood = await standing()
+        standings.push(stood)
+        return { statuses, stood }
+      },
+      landed: ({ stood }) => assert.ok(stood.challengeWaiting > 0, `the kill landed while challenges waited: ${JSON.stringify(stood)}`),
+      check: (attempt, transaction) => {
         assert.equal(transaction.type, 'deposit')
         assert.deepEqual([transaction.origin.asset, transaction.origin.amount, transaction.destination, transaction.fees], [attempt.quote.origin.asset, attempt.quote.origin.amount, attempt.quote.destination, attempt.quote.fees], attempt.key)
-        assert.equal((transaction.origin.node as { id: string }).id, attempt.depositor.cards[KINDS[attempt.kind].card])
-        ids.set(attempt.key, transaction.id)
-        follow(attempt, transaction)
-      }
-      madeBeforeKill += replayed
-      attempts.push(...round)
-      t.diagnostic(
-        `round ${rounds}: ${round.length} commits sent, ${unanswered.length} unanswered at the kill (${replayed} of them made before it, ` +
-          `${unanswered.length - replayed} by their retry); deposits at the kill ${JSON.stringify(atKill)}; the running flows at the kill ${JSON.stringify(stood)}; ` +
-          `${((Date.now() - roundStarted) / 1000).toFixed(1)} s`,
-      )
-    }
+        assert.equal((transaction.origin.node as { id: string }).id, attempt.user.cards[KINDS[attempt.kind].card])
+      },
+      report: ({ number, round, unanswered, replayed, atKill: { statuses, stood }, started: roundStarted }) =>
+        t.diagnostic(
+          `round ${number}: ${round.length} commits sent, ${unanswered.length} unanswered at the kill (${replayed} of them made before it, ` +
+            `${unanswered.length - replayed} by their retry); deposits at the kill ${JSON.stringify(statuses)}; the running flows at the kill ${JSON.stringify(stood)}; ` +
+            `${((Date.now() - roundStarted) / 1000).toFixed(1)} s`,
+        ),
+    })
     const hardCases = hit()
     assert.deepEqual(hardCases, { answerLost: true, committedNotAuthorized: true, authorizedNotRecorded: true, capturedNotRecorded: true }, 'the kills hit every hard case')
 
-    // Once more, every key: the same transaction, replayed.
-    for (const attempt of attempts) {
-      const again = await send('POST', attempt.depositor, '/core/transactions', commitBody(attempt.quote), { 'idempotency-key': attempt.key })
-      assert.equal(again.status, 201, again.body)
-      assert.equal(again.headers.get('idempotent-replayed'), 'true')
-      assert.equal((JSON.parse(again.body) as { transaction: Transaction }).transaction.id, ids.get(attempt.key))
-    }
+    await crash.replayAll()
 
     // Deposits whose request died before the authorize call wait for their job (10 s after their creation).
-    await waitUntil(async () => (await statuses()).processing === undefined, 60_000, 'every deposit to finish')
+    await crash.drain('every deposit to finish')
     answering = false
     await Promise.all(cardholders.values())
     const drained = Date.now()
     assert.deepEqual(wrongAnswers, [], 'the issuer\'s page answers every answer with a 303 to the return URL')
 
     // One transaction per key and per quote, and none besides.
-    const rows = await query<{ id: string; quote_id: string; status: string; reason: string | null; destination_account_id: string; origin_amount: string; destination_amount: string }>(
+    const { attempts, ids } = crash
+    const rows = await crash.query<{ id: string; quote_id: string; status: string; reason: string | null; destination_account_id: string; origin_amount: string; destination_amount: string }>(
       "select id::text as id, quote_id::text as quote_id, status, reason, destination_account_id::text as destination_account_id, origin_amount, destination_amount from transactions where type = 'deposit'",
     )
-    assert.equal(new Set(ids.values()).size, attempts.length, 'a transaction per key')
-    assert.equal(rows.length, attempts.length, 'as many deposits as keys answered 201')
-    assert.equal(new Set(rows.map((row) => row.quote_id)).size, rows.length, 'at most one deposit per quote')
-    const byId = new Map(rows.map((row) => [row.id, row]))
+    const byId = crash.onePerKey(rows, 'deposit')
     const kindOf = new Map(attempts.map((attempt) => [ids.get(attempt.key)!, attempt.kind]))
     for (const attempt of attempts) {
       const id = ids.get(attempt.key)!
-      const row = byId.get(id)
-      assert.ok(row, `the deposit of ${attempt.key} exists`)
-      assert.equal(row.quote_id, attempt.quote.id)
-      assert.equal(row.destination_account_id, attempt.depositor.eur)
-      assert.ok(new BigNumber(row.origin_amount).isEqualTo(attempt.quote.origin.amount))
-      assert.ok(new BigNumber(row.destination_amount).isEqualTo(attempt.quote.destination.amount))
+      const row = byId.get(id)!
+      assert.equal(row.destination_account_id, attempt.user.eur)
       // Each ends as its card (and its cardholder) says: a crash never fails a deposit for a reason of its own.
       const kind = KINDS[attempt.kind]
       assert.deepEqual([row.status, row.reason], [kind.status, kind.reason ?? null], `the end of ${id} (${attempt.kind})`)
@@ -484,26 +276,18 @@ describe('card deposits while the server is killed with SIGKILL [postgres]', { s
     }
     assert.equal(answered.size, attempts.filter((attempt) => KINDS[attempt.kind].answer).length, 'every challenge was answered, once each')
 
-    // Each reached its final status exactly once: one status change, to that status, announced once.
-    const events = await query<{ subject_id: string; type: string; status: string }>(
-      "select subject_id::text as subject_id, type, data->'transaction'->>'status' as status from outbox_events where subject_type = 'transaction' order by id",
-    )
-    const eventsOf = Map.groupBy(events.filter((event) => byId.has(event.subject_id)), (event) => event.subject_id)
-    for (const row of rows) {
-      const announced = (eventsOf.get(row.id) ?? []).map((event) => `${event.type}:${event.status}`)
-      assert.deepEqual(announced, ['core.transaction.created:processing', `core.transaction.status-changed:${row.status}`], `the events of ${row.id}`)
-    }
+    await crash.announcedOnce(rows)
 
     // The issuer's books: one payment per deposit (every deposit's flow asks the issuer first), under the
     // deposit's key, for its amount, from its card; captured at most once, and exactly for the completed ones.
-    const payments = await query<{ key: string; reference: string; status: string; reason: string | null; amount: string; last_four: string; return_url: string; captures: number; voids: number }>(`
+    const payments = await crash.query<{ key: string; reference: string; status: string; reason: string | null; amount: string; last_four: string; return_url: string; captures: number; voids: number }>(`
       select key, reference, status, reason, amount, last_four, return_url,
         jsonb_array_length(jsonb_path_query_array(operations, '$[*] ? (@.kind == "capture")')) as captures,
         jsonb_array_length(jsonb_path_query_array(operations, '$[*] ? (@.kind == "void")')) as voids
       from sandbox_card_payments`)
     const paymentsOf = Map.groupBy(payments, (payment) => payment.reference)
     assert.deepEqual([...paymentsOf.keys()].filter((reference) => !byId.has(reference)), [], 'no payment for anything but the deposits')
-    const credits = await query<{ reference: string; n: string }>("select reference, count(*) as n from ledger_transactions where reference like '%:settle' group by reference")
+    const credits = await crash.query<{ reference: string; n: string }>("select reference, count(*) as n from ledger_transactions where reference like '%:settle' group by reference")
     const creditsOf = new Map(credits.map((credit) => [credit.reference, Number(credit.n)]))
     for (const row of rows) {
       const kind = KINDS[kindOf.get(row.id)!]
@@ -528,21 +312,17 @@ describe('card deposits while the server is killed with SIGKILL [postgres]', { s
     }
     const paymentStatuses = Object.fromEntries(Object.entries(Object.groupBy(payments, (payment) => payment.status)).map(([status, group]) => [status, group!.length]))
 
+
     // Every flow finished; nothing is left to run or posted twice.
-    const flows = await query<{ status: string; n: string }>("select status, count(*) as n from flows where type = 'card-deposit' group by status")
-    const ended = await statuses()
+    const flows = await crash.query<{ status: string; n: string }>("select status, count(*) as n from flows where type = 'card-deposit' group by status")
+    const ended = await crash.statuses()
     assert.deepEqual(Object.fromEntries(flows.map((row) => [row.status, Number(row.n)])), ended, 'every card deposit flow ended as its deposit')
-    assert.deepEqual(await query("select id, type from flows where status = 'running'"), [], 'no flow is left running')
-    assert.deepEqual(await query("select id, type, status from jobs where status <> 'completed'"), [])
-    assert.deepEqual(await query('select reference, count(*) as n from ledger_transactions where reference is not null group by reference having count(*) > 1'), [], 'nothing is posted twice')
+    await crash.nothingLeft()
 
     // Each account holds what its completed deposits brought.
-    for (const depositor of depositors) {
+    for (const depositor of crash.users) {
       const received = rows.filter((row) => row.destination_account_id === depositor.eur && row.status === 'completed').reduce((sum, row) => sum.plus(row.destination_amount), new BigNumber(0))
-      const response = await send('GET', depositor, `/core/accounts/${depositor.eur}`)
-      assert.equal(response.status, 200, response.body)
-      const { balance } = (JSON.parse(response.body) as { account: { balance: { total: string; available: string } } }).account
-      assert.deepEqual(balance, { total: received.toFixed(), available: received.toFixed() }, `balance of ${depositor.eur}`)
+      assert.deepEqual(await crash.balance(depositor, depositor.eur), { total: received.toFixed(), available: received.toFixed() }, `balance of ${depositor.eur}`)
     }
 
     // Outcomes, per kind and per round.
@@ -555,16 +335,12 @@ describe('card deposits while the server is killed with SIGKILL [postgres]', { s
     for (const [round, group] of Map.groupBy(attempts, (attempt) => attempt.round)) t.diagnostic(`round ${round} outcomes: ${JSON.stringify(tally(group))}`)
     const retriedAnswers = [...answered.values()].filter((state) => state.tries > 1).length
     t.diagnostic(
-      `${attempts.length} card deposits committed over ${rounds} rounds (${madeBeforeKill} made before a kill that lost their answer): ${JSON.stringify(ended)}; ` +
+      `${attempts.length} card deposits committed over ${crash.rounds} rounds (${crash.madeBeforeKill} made before a kill that lost their answer): ${JSON.stringify(ended)}; ` +
         `outcomes ${JSON.stringify(tally(attempts))}; payments ${JSON.stringify(paymentStatuses)}; ${answered.size} challenges answered ` +
         `(${retriedAnswers} of them after a try a kill interrupted); ` +
         `${((drained - started) / 1000).toFixed(1)} s to the end of the drain`,
     )
 
-    server!.child.kill('SIGTERM')
-    assert.equal(await server!.exited, 0)
-    const check = await cli(['ledger', 'check'], env)
-    assert.equal(check.code, 0, check.stderr)
-    assert.equal((JSON.parse(check.stdout) as { ok: boolean }).ok, true)
+    await crash.finish()
   })
 })
