@@ -202,7 +202,7 @@ async function registerApi(app: App, container: Container): Promise<void> {
   await app.register(depositMethodsRoutes(services.depositMethods))
   await app.register(externalAccountsRoutes(services.externalAccounts, config.publicUrl))
   await app.register(widgetsRoutes(services.widgets))
-  await app.register(pagesRoutes({ publicUrl: config.publicUrl, allowedOrigins: config.allowedOrigins, examples: config.environment === 'sandbox' }))
+  await app.register(pagesRoutes({ publicUrl: config.publicUrl, allowedOrigins: config.allowedOrigins, sandbox: config.environment === 'sandbox' }))
   if (services.sandboxCardProcessor) {
     await app.register(sandboxIssuerRoutes(services.sandboxCardProcessor, { frameAncestors: config.allowedOrigins === '*' ? '*' : ["'self'", ...config.allowedOrigins].join(' ') }))
   }

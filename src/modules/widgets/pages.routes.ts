@@ -1,16 +1,14 @@
-import type { FastifyReply } from 'fastify'
 import { browserAssets, type BrowserAsset } from '../../http/browser-bundles.ts'
+import { escapeHtml, sendHtml } from '../../http/html.ts'
 import type { App } from '../../http/types.ts'
 
 export interface PagesSettings {
   publicUrl: string
   /** Origins that may frame the widgets: `*` for any (sandbox), else the list (none by default in production). */
   allowedOrigins: '*' | readonly string[]
-  /** The sandbox serves the example merchant page; production does not. */
-  examples: boolean
+  /** Sandbox: the example merchant page is served, and the card issuer's 3-D Secure pages are Tessera's own. */
+  sandbox: boolean
 }
-
-const escapeHtml = (value: string) => value.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 
 function html(input: { title: string; script: string; style?: string; apiBase: string }): string {
   return [
@@ -50,16 +48,6 @@ function policy(api: string, ancestors: string, frames: string): string {
   ].join('; ')
 }
 
-function sendPage(reply: FastifyReply, body: string, csp: string) {
-  return reply
-    .header('content-type', 'text/html; charset=utf-8')
-    .header('content-security-policy', csp)
-    .header('cache-control', 'no-store')
-    .header('x-content-type-options', 'nosniff')
-    .header('referrer-policy', 'no-referrer')
-    .send(body)
-}
-
 /**
  * The pages Tessera serves to browsers: the hosted payment widget (`session.url`), the page the card issuer sends
  * the cardholder back to after 3-D Secure, the example merchant page (sandbox), and their bundles (built from the
@@ -73,7 +61,7 @@ export function pagesRoutes(settings: PagesSettings) {
     const nestedAncestors = ancestors === '*' ? '*' : ancestors === "'none'" ? "'self'" : `'self' ${ancestors}`
     // A production issuer's 3-D Secure page lives on its own (https) origin; the sandbox's is Tessera's.
     const api = new URL(settings.publicUrl).origin
-    const issuerFrames = settings.examples ? `'self' ${api}` : `'self' ${api} https:`
+    const issuerFrames = settings.sandbox ? `'self' ${api}` : `'self' ${api} https:`
 
     app.get<{ Params: { file: string } }>('/hosted/assets/:file', { schema: { hide: true } }, async (request, reply) => {
       const asset: BrowserAsset | undefined = assets.get(request.params.file)
@@ -91,15 +79,15 @@ export function pagesRoutes(settings: PagesSettings) {
     })
 
     const widgetPage = html({ title: 'Payment', script: 'payment-widget.js', style: 'payment-widget.css', apiBase: settings.publicUrl })
-    app.get('/hosted/payment-widget/', { schema: { hide: true } }, async (_request, reply) => sendPage(reply, widgetPage, policy(api, ancestors, issuerFrames)))
+    app.get('/hosted/payment-widget/', { schema: { hide: true } }, async (_request, reply) => sendHtml(reply, 200, widgetPage, policy(api, ancestors, issuerFrames)))
 
     const returnPage = html({ title: 'Returning to the payment', script: 'payment-widget-return.js', style: 'payment-widget.css', apiBase: settings.publicUrl })
     // Framed by the widget (the issuer's page sends the cardholder here, inside it): its ancestors are the widget's.
-    app.get('/hosted/payment-widget/3ds-return', { schema: { hide: true } }, async (_request, reply) => sendPage(reply, returnPage, policy(api, nestedAncestors, "'none'")))
+    app.get('/hosted/payment-widget/3ds-return', { schema: { hide: true } }, async (_request, reply) => sendHtml(reply, 200, returnPage, policy(api, nestedAncestors, "'none'")))
 
-    if (settings.examples) {
+    if (settings.sandbox) {
       const examplePage = html({ title: 'Tessera payment widget example', script: 'example-payment-widget.js', style: 'example-payment-widget.css', apiBase: settings.publicUrl })
-      app.get('/examples/payment-widget/', { schema: { hide: true } }, async (_request, reply) => sendPage(reply, examplePage, policy(api, "'none'", `'self' ${api}`)))
+      app.get('/examples/payment-widget/', { schema: { hide: true } }, async (_request, reply) => sendHtml(reply, 200, examplePage, policy(api, "'none'", `'self' ${api}`)))
     }
   }
 }

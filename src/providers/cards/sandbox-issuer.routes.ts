@@ -1,6 +1,7 @@
 import formbody from '@fastify/formbody'
 import type { FastifyReply } from 'fastify'
 import type { SandboxCardPaymentRow } from '../../db/schema.ts'
+import { escapeHtml, sendHtml } from '../../http/html.ts'
 import type { App } from '../../http/types.ts'
 import type { SandboxCardProcessor } from './sandbox.ts'
 
@@ -22,8 +23,6 @@ a { color: #1d4ed8; }
 
 /** Whether the cardholder passed the challenge: a challenge past its time, unanswered, did not (it was abandoned). */
 const authenticated = (row: SandboxCardPaymentRow) => row.status === 'authorized' || row.status === 'captured'
-
-const escapeHtml = (value: string) => value.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 
 function layout(title: string, body: string): string {
   return `<!doctype html>
@@ -64,17 +63,9 @@ export function sandboxIssuerRoutes(processor: SandboxCardProcessor, settings: {
 
     const send = (reply: FastifyReply, status: number, body: string, returnUrl?: string) => {
       const returnOrigin = returnUrl !== undefined ? originOf(returnUrl) : null
-      return reply
-        .status(status)
-        .header('content-type', 'text/html; charset=utf-8')
-        .header(
-          'content-security-policy',
-          `default-src 'none'; style-src 'self'; base-uri 'none'; form-action 'self'${returnOrigin ? ` ${returnOrigin}` : ''}; frame-ancestors ${settings.frameAncestors}`,
-        )
-        .header('cache-control', 'no-store')
-        .header('x-content-type-options', 'nosniff')
-        .header('referrer-policy', 'no-referrer')
-        .send(body)
+      // The answer's form posts here, then redirects to the payment's return URL: both are form targets.
+      const formTargets = `'self'${returnOrigin ? ` ${returnOrigin}` : ''}`
+      return sendHtml(reply, status, body, `default-src 'none'; style-src 'self'; base-uri 'none'; form-action ${formTargets}; frame-ancestors ${settings.frameAncestors}`)
     }
 
     const closed = (row: SandboxCardPaymentRow) =>
