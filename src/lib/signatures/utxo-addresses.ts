@@ -14,8 +14,8 @@ export interface UtxoNetwork {
   p2shVersions: readonly number[]
 }
 
-// The same address forms as src/modules/reference/addresses.ts accepts (it does not export its tables), split by
-// what the version byte means, which is what a signature check needs.
+// The address forms of each chain, split by what the version byte means (what a signature check needs); the
+// reference module's address validation (src/modules/reference/addresses.ts) accepts exactly these.
 export const UTXO_NETWORKS: Record<UtxoFamily, Record<Chain, UtxoNetwork>> = {
   bitcoin: {
     main: { messageMagic: 'Bitcoin Signed Message:\n', hrp: 'bc', p2pkhVersions: [0x00], p2shVersions: [0x05] },

@@ -2,6 +2,7 @@ import { base58, bech32, bech32m, createBase58check } from '@scure/base'
 import { sha256 } from '@noble/hashes/sha2.js'
 import { keccak_256 } from '@noble/hashes/sha3.js'
 import { utf8ToBytes } from '@noble/hashes/utils.js'
+import { UTXO_NETWORKS as SIGNATURE_UTXO_NETWORKS } from '../../lib/signatures/utxo-addresses.ts'
 import { codec as xrpCodec, decodeXAddress, isValidClassicAddress, isValidXAddress, xAddressToClassicAddress } from 'ripple-address-codec'
 
 export type AddressFamily = 'bitcoin' | 'litecoin' | 'ethereum' | 'xrp-ledger' | 'solana'
@@ -65,17 +66,15 @@ function withoutReference(rejection: AddressRejection | undefined, reference: st
 interface UtxoChainParams { hrp: string; base58Versions: readonly number[] }
 type UtxoNetwork = Record<Chain, UtxoChainParams>
 
-const UTXO_NETWORKS: Record<'bitcoin' | 'litecoin', UtxoNetwork> = {
-  bitcoin: {
-    main: { hrp: 'bc', base58Versions: [0x00, 0x05] },
-    test: { hrp: 'tb', base58Versions: [0x6f, 0xc4] },
-  },
-  litecoin: {
-    // 0x05 and 0xc4 are the P2SH versions Litecoin used before it moved to M… and Q…; wallets still send to them.
-    main: { hrp: 'ltc', base58Versions: [0x30, 0x32, 0x05] },
-    test: { hrp: 'tltc', base58Versions: [0x6f, 0x3a, 0xc4] },
-  },
+/** The signature library's tables (src/lib/signatures), read here as the address forms each chain accepts. */
+const utxoNetwork = (family: 'bitcoin' | 'litecoin'): UtxoNetwork => {
+  const chain = (which: Chain) => {
+    const { hrp, p2pkhVersions, p2shVersions } = SIGNATURE_UTXO_NETWORKS[family][which]
+    return { hrp, base58Versions: [...p2pkhVersions, ...p2shVersions] }
+  }
+  return { main: chain('main'), test: chain('test') }
 }
+const UTXO_NETWORKS: Record<'bitcoin' | 'litecoin', UtxoNetwork> = { bitcoin: utxoNetwork('bitcoin'), litecoin: utxoNetwork('litecoin') }
 
 const base58check = createBase58check(sha256)
 const HASH160_LENGTH = 20
