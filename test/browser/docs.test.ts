@@ -6,20 +6,11 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { chromium, type Browser, type Page } from 'playwright-core'
+import type { Browser, Page } from 'playwright-core'
 import { startApp, type TestContext } from '../helpers.ts'
+import { isLocal, launchChromium } from './harness.ts'
 
-const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
 const ARTIFACTS = path.resolve(import.meta.dirname, '..', '.artifacts')
-const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]'])
-
-/** Whether the page may load the URL: loopback over http(s), or inline data. */
-function isLocal(url: string): boolean {
-  const { protocol, hostname } = new URL(url)
-  if (protocol === 'data:' || protocol === 'blob:' || url === 'about:blank') return true
-  return (protocol === 'http:' || protocol === 'https:') && LOOPBACK.has(hostname)
-}
 
 describe('API reference page (/docs) in Chromium', { timeout: 60_000 }, () => {
   let ctx: TestContext
@@ -34,7 +25,7 @@ describe('API reference page (/docs) in Chromium', { timeout: 60_000 }, () => {
   before(async () => {
     const [context, launched] = await Promise.all([
       startApp('pglite'),
-      chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS }),
+      launchChromium(),
     ])
     ctx = context
     browser = launched

@@ -7,50 +7,14 @@
  * the ledger afterwards.
  */
 import assert from 'node:assert/strict'
-import fs from 'node:fs'
-import net from 'node:net'
-import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { chromium, type Browser, type BrowserContext, type FrameLocator, type Page } from 'playwright-core'
+import type { Browser, BrowserContext, FrameLocator, Page } from 'playwright-core'
 import { checkLedger } from '../../src/modules/ledger/index.ts'
 import { bearer, startApp, type TestContext } from '../helpers.ts'
 import { openAccount, verifiedUser } from '../money.ts'
+import { freePort, launchChromium, PageWatch, screenshot } from './harness.ts'
 
-const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
-const ARTIFACTS = path.resolve(import.meta.dirname, '..', '.artifacts')
-/** `UPDATE_SCREENSHOTS=1` also writes the screenshots the docs show (docs/images). */
-const DOC_IMAGES = process.env.UPDATE_SCREENSHOTS === '1' ? path.resolve(import.meta.dirname, '..', '..', 'docs', 'images') : null
-const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]'])
 const EXPIRY = { month: 12, year: new Date().getUTCFullYear() + 3 }
-
-function isLocal(url: string): boolean {
-  const { protocol, hostname } = new URL(url)
-  if (protocol === 'data:' || protocol === 'blob:' || url === 'about:blank') return true
-  return (protocol === 'http:' || protocol === 'https:') && LOOPBACK.has(hostname)
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
-}
-
-/** A picture of the widget (its frame on the page), or of the whole page. */
-async function screenshot(page: Page, name: string, what: 'widget' | 'page' = 'widget'): Promise<void> {
-  fs.mkdirSync(ARTIFACTS, { recursive: true })
-  const image = what === 'widget' ? await page.locator('#widget').screenshot() : await page.screenshot({ fullPage: true })
-  fs.writeFileSync(path.join(ARTIFACTS, `${name}.png`), image)
-  if (DOC_IMAGES) {
-    fs.mkdirSync(DOC_IMAGES, { recursive: true })
-    fs.writeFileSync(path.join(DOC_IMAGES, `${name}.png`), image)
-  }
-}
 
 interface Received {
   event: string
@@ -85,13 +49,11 @@ describe('payment widget on the example merchant page, in Chromium', { timeout: 
   let browser: Browser
   let server: Server
   let limited: Server
-  const pageErrors: string[] = []
-  const cspViolations: string[] = []
-  const outside: string[] = []
+  const watch = new PageWatch()
 
   before(async () => {
     ;[browser, server, limited] = await Promise.all([
-      chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS }),
+      launchChromium(),
       serve({ SANDBOX_3DS_CHALLENGE_TTL_MS: '4000' }),
       // Polling gives up after three looks; quotes last two seconds.
       serve({ WIDGET_POLL_MAX_ATTEMPTS: '3', QUOTE_TTL_MS: '2000' }),
@@ -104,16 +66,7 @@ describe('payment widget on the example merchant page, in Chromium', { timeout: 
   })
 
   async function openPage(target: Server): Promise<{ context: BrowserContext; page: Page }> {
-    const context = await browser.newContext({ viewport: { width: 1100, height: 900 } })
-    const page = await context.newPage()
-    page.on('pageerror', (error) => pageErrors.push(error.stack ?? error.message))
-    page.on('console', (message) => {
-      if (message.type() === 'error' && /Content Security Policy/i.test(message.text())) cspViolations.push(message.text())
-    })
-    page.on('request', (request) => {
-      if (!isLocal(request.url())) outside.push(request.url())
-    })
-    await page.route((url) => !isLocal(url.href), (route) => route.abort('blockedbyclient'))
+    const { context, page } = await watch.newPage(browser, { width: 1100, height: 900 })
     const response = await page.goto(target.exampleUrl, { waitUntil: 'load' })
     assert.equal(response?.status(), 200)
     await page.fill('#client-id', target.ctx.client.clientId)
@@ -388,8 +341,6 @@ describe('payment widget on the example merchant page, in Chromium', { timeout: 
   })
 
   test('nothing loaded from outside, no script error, no CSP violation', () => {
-    assert.deepEqual(outside, [])
-    assert.deepEqual(pageErrors, [])
-    assert.deepEqual(cspViolations, [])
+    watch.assertClean()
   })
 })

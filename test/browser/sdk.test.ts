@@ -10,11 +10,10 @@ import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import { after, before, beforeEach, describe, test } from 'node:test'
 import { build } from 'esbuild'
-import { chromium, type Browser, type Frame, type Page } from 'playwright-core'
+import type { Browser, Frame, Page } from 'playwright-core'
 import type * as Sdk from '../../widgets/sdk/index.ts'
+import { launchChromium } from './harness.ts'
 
-const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
 const ROOT = path.resolve(import.meta.dirname, '..', '..')
 const SDK_ENTRY = path.join(ROOT, 'widgets', 'sdk', 'index.ts')
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]'])
@@ -181,7 +180,7 @@ describe('widget SDK in Chromium', { timeout: 120_000 }, () => {
       serve({ '/': { type: html, body: HOST_PAGE }, '/sdk.js': { type: 'text/javascript; charset=utf-8', body: sdk } }),
       serve({ '/widget': { type: html, body: FAKE_WIDGET_PAGE } }),
       serve({ '/forge': { type: html, body: FAKE_WIDGET_PAGE } }),
-      chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS }),
+      launchChromium(),
     ])
     hostOrigin = `http://127.0.0.1:${portOf(hostServer)}`
     // Another host name as well as another port: the widget is plainly cross-origin (and cross-site) to the host.

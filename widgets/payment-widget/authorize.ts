@@ -1,6 +1,6 @@
+import { h } from '../shared/dom.ts'
+import type { Host, Logger } from '../shared/host.ts'
 import { NETWORK_ERROR, type Api } from './api.ts'
-import { h } from './dom.ts'
-import type { Host, Logger } from './host.ts'
 import { failureText, feesText, money, refusalText } from './text.ts'
 import type { Layout } from './ui.ts'
 import type { Quote, SessionSettings, Transaction, WidgetError } from './types.ts'
@@ -32,7 +32,7 @@ function challengeUrl(transaction: Transaction): string | undefined {
 function quoteSummary(quote: Quote): HTMLElement {
   const row = (term: string, id: string, value: string, note?: string) => [
     h('dt', {}, term),
-    h('dd', { id }, h('strong', {}, value), note ? h('span', { class: 'pw-note' }, ` ${note}`) : null),
+    h('dd', { id }, h('strong', {}, value), note ? h('span', { class: 'w-note' }, ` ${note}`) : null),
   ]
   return h(
     'dl',
@@ -84,9 +84,7 @@ export async function runAuthorize(context: AuthorizeContext): Promise<void> {
     if (stopped) return
     stop()
     host.error(error)
-    layout.setState('error')
-    layout.setStatus('')
-    layout.showError(refusalText(error.code, error.message, error.details))
+    layout.showFailure(refusalText(error.code, error.message, error.details))
   }
 
   const unexpected = (error: unknown) => {

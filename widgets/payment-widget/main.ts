@@ -1,49 +1,32 @@
 /// <reference lib="dom" />
 /**
  * Tessera's hosted payment widget: the page the widget SDK frames (`GET /hosted/payment-widget/`).
- * Protocol: post `{type:'load'}` to the parent, take the session from its `init` answer, post `{type:'ready'}`, then
- * exactly one of `complete`, `cancel` or `error`, always to the host's origin.
+ * Protocol (shared/host.ts): post `{type:'load'}` to the parent, take the session from its `init` answer, post
+ * `{type:'ready'}`, then exactly one of `complete`, `cancel` or `error`, always to the host's origin.
  */
 import './style.css'
-import { Api } from './api.ts'
+import { foreignDomain, objectOrUndefined, runWidget, type Session } from '../shared/host.ts'
+import { Layout } from '../shared/ui.ts'
+import { Api, API_POLICY, apiBase } from './api.ts'
 import { runAuthorize } from './authorize.ts'
-import { h } from './dom.ts'
-import { Host, logger, type Logger } from './host.ts'
 import { runSelect } from './select.ts'
 import { refusalText } from './text.ts'
-import { applyAppearance, applyColours, Layout } from './ui.ts'
-import type { CurrentSessionResponse, Flow, WidgetError, WidgetOptions } from './types.ts'
+import type { State } from './ui.ts'
+import type { CurrentSessionResponse, Flow, WidgetError } from './types.ts'
 
 const FLOWS: readonly Flow[] = ['authorize', 'select-for-deposit', 'select-for-withdrawal']
 
-function apiBase(): string {
-  const meta = document.querySelector<HTMLMetaElement>('meta[name="tessera-api-base"]')?.content
-  return meta && meta.trim() !== '' ? meta.trim() : location.origin
-}
-
-function objectOrUndefined<T>(value: unknown): T | undefined {
-  return typeof value === 'object' && value !== null ? (value as T) : undefined
-}
-
-async function start(init: Record<string, unknown>, host: Host, hostOrigin: string, layout: Layout, log: Logger): Promise<void> {
-  const options = objectOrUndefined<WidgetOptions>(init.options) ?? {}
-  applyAppearance(options.theme?.appearance)
-  applyColours(objectOrUndefined(options.theme))
-  log('Debug mode is enabled.')
-  log('Session received from', hostOrigin)
-
+async function start(layout: Layout<State>, { init, host, hostOrigin, log }: Session): Promise<void> {
   const refuse = (error: WidgetError) => {
     host.error(error)
-    layout.setState('error')
-    layout.setStatus('')
-    layout.showError(refusalText(error.code, error.message, error.details))
+    layout.showFailure(refusalText(error.code, error.message, error.details))
   }
 
   if (typeof init.token !== 'string' || init.token === '') {
     refuse({ code: 'session_invalid', message: 'The widget session has no token' })
     return
   }
-  const api = new Api(apiBase(), init.token)
+  const api = new Api(apiBase(), init.token, API_POLICY)
   const current = await api.get<CurrentSessionResponse>('/widgets/payment/sessions/current')
   if (current.kind === 'aborted') return
   if (current.kind !== 'ok') {
@@ -56,12 +39,10 @@ async function start(init: Record<string, unknown>, host: Host, hostOrigin: stri
   const data = session?.data ?? objectOrUndefined<Record<string, unknown>>(init.data) ?? {}
 
   const domain = typeof data.domain === 'string' && data.domain !== '' ? data.domain : undefined
-  if (domain !== undefined && new URL(hostOrigin).hostname.toLowerCase() !== domain.toLowerCase()) {
+  if (foreignDomain(domain, hostOrigin)) {
     log(`Refused: the session is for ${domain}, the host page is ${hostOrigin}.`)
     host.silence()
-    layout.setState('error')
-    layout.setStatus('')
-    layout.showError('This payment cannot be made from this website.')
+    layout.showFailure('This payment cannot be made from this website.')
     return
   }
 
@@ -82,43 +63,14 @@ async function start(init: Record<string, unknown>, host: Host, hostOrigin: stri
   }
 }
 
-function main(): void {
-  const container = document.getElementById('app') ?? document.body
-  const layout = new Layout(container)
-  layout.setState('loading')
-  applyAppearance(new URLSearchParams(location.search).get('theme_appearance'))
-
-  if (window.parent === window) {
-    layout.setState('standalone')
-    layout.setTitle('Tessera payment widget')
-    layout.content.append(
-      h('p', { id: 'standalone', class: 'pw-note' }, 'This page is meant to be shown inside a website or an app: open it through the widget SDK (PaymentWidget.mountIframe).'),
-    )
-    return
-  }
-
-  layout.setTitle('Payment')
-  layout.setStatus('Loading…')
-  let started = false
-  window.addEventListener('message', (event: MessageEvent) => {
-    if (started || event.source !== window.parent) return
-    const data = objectOrUndefined<Record<string, unknown>>(event.data)
-    if (data?.type !== 'init') return
-    // An opaque origin ('null') cannot be answered without '*': such a host gets nothing.
-    if (event.origin === 'null' || event.origin === '') return
-    started = true
-    const log = logger(objectOrUndefined<WidgetOptions>(data.options)?.debug === true)
-    const host = new Host(event.origin, log)
-    start(data, host, event.origin, layout, log).catch((error: unknown) => {
-      log('Unexpected failure:', error instanceof Error ? error.message : String(error))
-      if (host.error({ code: 'widget_error', message: 'The payment widget failed unexpectedly' })) {
-        layout.removeCancel()
-        layout.setState('error')
-        layout.showError('Something went wrong. Please close this window and try again.')
-      }
-    })
-  })
-  window.parent.postMessage({ type: 'load' }, '*')
-}
-
-main()
+const layout = new Layout<State>(document.getElementById('app') ?? document.body)
+runWidget({
+  layout,
+  logName: 'payment widget frame',
+  // Debug lines show what is posted (the transaction, the card account chosen); the other widgets' show only the type.
+  logPayloads: true,
+  standalone: { title: 'Tessera payment widget', sdkClass: 'PaymentWidget' },
+  title: 'Payment',
+  failure: 'The payment widget failed unexpectedly',
+  start: (session) => start(layout, session),
+})

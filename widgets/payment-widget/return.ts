@@ -6,7 +6,7 @@
 const app = document.getElementById('app') ?? document.body
 const text = document.createElement('p')
 text.id = 'returning'
-text.className = 'pw-status'
+text.className = 'w-status'
 text.setAttribute('role', 'status')
 text.textContent = 'Returning to the payment…'
 app.replaceChildren(text)

@@ -1,6 +1,6 @@
+import { clear, h } from '../shared/dom.ts'
+import type { Host, Logger } from '../shared/host.ts'
 import type { Api } from './api.ts'
-import { clear, h } from './dom.ts'
-import type { Host, Logger } from './host.ts'
 import { cardName, expiryText, isCardDetails, refusalText } from './text.ts'
 import type { Layout } from './ui.ts'
 import type { ExternalAccount, WidgetError } from './types.ts'
@@ -122,9 +122,7 @@ export async function runSelect(context: SelectContext): Promise<void> {
     stop()
     host.error(error)
     clear(layout.content)
-    layout.setState('error')
-    layout.setStatus('')
-    layout.showError(refusalText(error.code, error.message, error.details))
+    layout.showFailure(refusalText(error.code, error.message, error.details))
   }
 
   const choose = (account: ExternalAccount) => {
@@ -159,7 +157,7 @@ export async function runSelect(context: SelectContext): Promise<void> {
 
   // The list of usable cards.
   const list = h('ul', { id: 'cards', class: 'pw-cards', 'aria-label': 'Your cards' })
-  const empty = h('p', { id: 'no-cards', class: 'pw-note' }, feature === 'deposit' ? 'You have no card to pay with yet: add one below.' : 'You have no card that can receive money yet: add one below.')
+  const empty = h('p', { id: 'no-cards', class: 'w-note' }, feature === 'deposit' ? 'You have no card to pay with yet: add one below.' : 'You have no card that can receive money yet: add one below.')
   const addToList = (account: ExternalAccount) => {
     const button = h(
       'button',
@@ -177,7 +175,7 @@ export async function runSelect(context: SelectContext): Promise<void> {
   empty.hidden = usable.length > 0
 
   // The form to add a card.
-  const error = h('p', { id: 'add-card-error', class: 'pw-error', role: 'alert', hidden: true })
+  const error = h('p', { id: 'add-card-error', class: 'w-alert', role: 'alert', hidden: true })
   const inputs = new Map<string, HTMLInputElement>()
   const rows = FIELDS.map((field) => {
     const input = h('input', { id: field.id, name: field.id, type: 'text', required: true, spellcheck: 'false', autocapitalize: 'off', ...field.attributes })
@@ -186,9 +184,9 @@ export async function runSelect(context: SelectContext): Promise<void> {
       input.removeAttribute('aria-describedby')
     })
     inputs.set(field.property, input)
-    return h('div', { class: `pw-field pw-field-${field.id}` }, h('label', { for: field.id }, field.label), input)
+    return h('div', { class: `w-field pw-field-${field.id}` }, h('label', { for: field.id }, field.label), input)
   })
-  const submit = h('button', { type: 'submit', id: 'add-card-submit', class: 'pw-button' }, 'Add card')
+  const submit = h('button', { type: 'submit', id: 'add-card-submit', class: 'w-button' }, 'Add card')
   const form = h(
     'form',
     { id: 'add-card', class: 'pw-form', novalidate: true, 'aria-labelledby': 'add-card-title' },

@@ -2,18 +2,7 @@
 
 export type Flow = 'authorize' | 'select-for-deposit' | 'select-for-withdrawal'
 
-export interface ApiErrorBody {
-  code: string
-  message?: string
-  details?: Record<string, unknown>
-}
-
-/** What the widget posts to the host in an `error` message. */
-export interface WidgetError {
-  code: string
-  message?: string
-  details?: Record<string, unknown>
-}
+export type { WidgetError, WidgetOptions } from '../shared/types.ts'
 
 export interface Endpoint {
   asset: string
@@ -97,15 +86,4 @@ export interface CurrentSessionResponse {
   session: { flow: Flow; data?: { quoteId?: string; domain?: string } & Record<string, unknown>; expiresAt?: string }
   quote?: Quote
   settings: SessionSettings
-}
-
-export interface ThemeOption {
-  appearance?: 'light' | 'dark'
-  primary?: string
-  primaryForeground?: string
-}
-
-export interface WidgetOptions {
-  debug?: boolean
-  theme?: ThemeOption
 }

@@ -1,6 +1,6 @@
-/** DOM helpers: the page's CSP forbids inline styles and the widget never parses HTML, so everything is built here. */
+/** DOM helpers: the pages' CSP forbids inline styles and the widgets never parse HTML, so everything is built here. */
 
-type Child = Node | string | null | undefined | false
+export type Child = Node | string | null | undefined | false
 
 /** Creates an element; attribute values are set as text (never `style`), children as nodes or text. */
 export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attributes: Record<string, string | boolean | undefined> = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
