@@ -29,9 +29,11 @@ import { quotesRoutes } from './modules/quotes/index.ts'
 import { assetsRoutes, countriesRoutes, networksRoutes, railsRoutes, ratesRoutes } from './modules/reference/index.ts'
 import { termsOfServiceRoutes } from './modules/terms-of-service/index.ts'
 import { transactionsRoutes } from './modules/transactions/index.ts'
+import { travelRuleRoutes } from './modules/travel-rule/index.ts'
 import { usersRoutes } from './modules/users/index.ts'
-import { pagesRoutes, widgetsRoutes } from './modules/widgets/index.ts'
+import { kycWidgetSessionsRoutes, pagesRoutes, travelRuleWidgetSessionsRoutes, widgetsRoutes } from './modules/widgets/index.ts'
 import { sandboxIssuerRoutes } from './providers/cards/sandbox-issuer.routes.ts'
+import { sandboxTravelRuleNodeRoutes } from './providers/travel-rule/sandbox-node.routes.ts'
 
 export type { Services } from './container.ts'
 
@@ -199,13 +201,17 @@ async function registerApi(app: App, container: Container): Promise<void> {
   await app.register(accountsRoutes(services.accounts, config.publicUrl))
   await app.register(quotesRoutes(services.quotes))
   await app.register(transactionsRoutes(services.transactions, config.publicUrl, database.db))
+  await app.register(travelRuleRoutes(services.requestsForInformation))
   await app.register(depositMethodsRoutes(services.depositMethods))
   await app.register(externalAccountsRoutes(services.externalAccounts, config.publicUrl))
   await app.register(widgetsRoutes(services.widgets))
+  await app.register(kycWidgetSessionsRoutes(services.kycWidgetSessions))
+  await app.register(travelRuleWidgetSessionsRoutes(services.travelRuleWidgetSessions))
   await app.register(pagesRoutes({ publicUrl: config.publicUrl, allowedOrigins: config.allowedOrigins, sandbox: config.environment === 'sandbox' }))
   if (services.sandboxCardProcessor) {
     await app.register(sandboxIssuerRoutes(services.sandboxCardProcessor, { frameAncestors: config.allowedOrigins === '*' ? '*' : ["'self'", ...config.allowedOrigins].join(' ') }))
   }
+  if (services.travelRuleNode) await app.register(sandboxTravelRuleNodeRoutes(services.travelRuleNode))
   // Simulated deposits exist in sandbox only: in production their routes are not registered (404).
   if (services.depositTestHelpers) await app.register(depositTestHelpersRoutes(services.depositTestHelpers))
 

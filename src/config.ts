@@ -66,6 +66,8 @@ export interface Config {
   sandbox3dsChallengeTtlMs: number
   /** How long a card deposit waiting for its 3-D Secure challenge waits before it asks the processor again (CARD_CHALLENGE_POLL_MS). */
   cardChallengePollMs: number
+  /** How long a travel-rule request for information waits for its answer before it expires (TRAVEL_RULE_REQUEST_TTL_SECONDS). */
+  travelRuleRequestTtlSeconds: number
   /**
    * Origins of client web apps that call the API from the browser (CORS) and embed the widgets (framing), from
    * ALLOWED_ORIGINS: `*` for any (the sandbox default), none by default in production.
@@ -249,6 +251,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     sandboxRailSettleMs: integer('SANDBOX_RAIL_SETTLE_MS', 2_000, 0, 86_400_000),
     sandbox3dsChallengeTtlMs: integer('SANDBOX_3DS_CHALLENGE_TTL_MS', 600_000, 1_000, 86_400_000),
     cardChallengePollMs: integer('CARD_CHALLENGE_POLL_MS', 30_000, 100, 3_600_000),
+    travelRuleRequestTtlSeconds: integer('TRAVEL_RULE_REQUEST_TTL_SECONDS', 259_200, 1, 2_592_000),
     allowedOrigins,
     widgetSessionTtlSeconds: integer('WIDGET_SESSION_TTL_SECONDS', 900, 60, 86_400),
     widgetPollIntervalMs: integer('WIDGET_POLL_INTERVAL_MS', 1_000, 100, 60_000),

@@ -1,4 +1,5 @@
 import type { Config } from './config.ts'
+import type { Executor } from './db/schema.ts'
 import { ChangeFeed } from './db/changes.ts'
 import type { DatabaseHandle } from './db/database.ts'
 import { defineDepositFlow } from './flows/deposit.flow.ts'
@@ -39,9 +40,13 @@ import {
 } from './modules/reference/index.ts'
 import { TermsOfServiceFile, TermsOfServiceService } from './modules/terms-of-service/index.ts'
 import { DepositsService, TransactionsService } from './modules/transactions/index.ts'
+import { DEFAULT_TRAVEL_RULE, RequestsForInformationService } from './modules/travel-rule/index.ts'
 import { UsersService } from './modules/users/index.ts'
-import { WidgetsService } from './modules/widgets/index.ts'
+import { KycWidgetSessionsService, TravelRuleWidgetSessionsService, WidgetsService } from './modules/widgets/index.ts'
 import { SandboxCardProcessor } from './providers/cards/sandbox.ts'
+import { SandboxTravelRuleNode } from './providers/travel-rule/sandbox.ts'
+import { verifyMessageSignature } from './lib/signatures/index.ts'
+import BigNumber from 'bignumber.js'
 import { SandboxKycProvider } from './providers/kyc/sandbox.ts'
 import { SANDBOX_PRICE_SEED, SandboxPriceFeed } from './providers/prices/sandbox.ts'
 import type { PaymentRail } from './providers/rails/payouts.ts'
@@ -84,6 +89,9 @@ export interface Services {
   worker: Worker
   deposits: DepositsService
   transactions: TransactionsService
+  requestsForInformation: RequestsForInformationService
+  /** Sandbox only (null in production): the simulated travel-rule network. */
+  travelRuleNode: SandboxTravelRuleNode | null
   quotes: QuotesService
   flows: FlowRunner
   depositMethods: DepositMethodsService
@@ -91,6 +99,8 @@ export interface Services {
   /** Sandbox only (null in production): simulated deposits, sent through the sandbox rails. */
   depositTestHelpers: DepositTestHelpersService | null
   widgets: WidgetsService
+  kycWidgetSessions: KycWidgetSessionsService
+  travelRuleWidgetSessions: TravelRuleWidgetSessionsService
   /** Sandbox only (null in production): the simulated card processor, whose issuer pages Tessera serves. */
   sandboxCardProcessor: SandboxCardProcessor | null
 }
@@ -199,8 +209,24 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
   const paymentRail: PaymentRail | null = config.environment === 'sandbox' ? new SandboxPaymentRail({ db: database.db, settleAfterMs: config.sandboxRailSettleMs }) : null
   const jobs = new JobHandlers()
   const decimalsOf = (code: string) => assetCatalogue.find(code)?.decimals
+  const transactionRules = loadReferenceData<TransactionRulesFile>('transaction-rules.json', TransactionRulesFile, config.referenceDataDir)
+  // Which of a user's addresses they declared: their crypto external accounts with a completed verification.
+  const declaredAddress = async (organizationId: string, ownerId: string, network: string, addresses: readonly string[]) =>
+    (await externalAccounts.declaredAddresses(database.db, organizationId, ownerId, network, addresses)).size > 0
   const quotes = new QuotesService({
     db: database.db,
+    travelRule: {
+      async declared(principal, destination) {
+        if (principal.userId === null) return false
+        let address = destination.address
+        if (destination.externalAccountId !== undefined) {
+          const found = await externalAccounts.counterparties(principal.organizationId, [{ id: destination.externalAccountId, network: destination.network }])
+          const counterparty = found.get(`${destination.externalAccountId}|${destination.network}`)
+          address = counterparty?.kind === 'crypto' ? counterparty.address : undefined
+        }
+        return address !== undefined && declaredAddress(principal.organizationId, principal.userId, destination.network, [address])
+      },
+    },
     accounts: { getMany: (principal, ids) => accounts.getMany(principal, ids) },
     externalAccounts,
     networks: {
@@ -216,7 +242,7 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
       maxTtlMs: config.quoteMaxTtlMs,
       minTtlMs: MIN_QUOTE_TTL_MS,
       spread: config.quoteSpread,
-      rules: loadReferenceData<TransactionRulesFile>('transaction-rules.json', TransactionRulesFile, config.referenceDataDir),
+      rules: transactionRules,
     },
   })
   // The worker is created below; flows started in this process wake it rather than wait for its next poll.
@@ -229,6 +255,37 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
     afterCreate: pokeWorker,
   })
   const flows = new FlowRunner({ db: database.db, jobs })
+  // The flows that wait for requests for information, by transaction type.
+  const wakers = new Map<string, { wake(organizationId: string, ids: readonly string[], executor?: Executor): Promise<number> }>()
+  // The travel-rule network: the simulator in sandbox. Production has no adapter yet: answers are then kept after
+  // Tessera's own checks, unscreened (docs/travel-rule.md).
+  const travelRuleNode = config.environment === 'sandbox'
+    ? new SandboxTravelRuleNode({ publicUrl: config.publicUrl, key: derivePurposeKey(deps.secrets.sealingKey, 'sandbox/travel-rule-node') })
+    : null
+  const valueUsd = async (asset: string, amount: string) => {
+    const quote = await rates.usdQuote(asset)
+    return quote === null ? null : new BigNumber(amount).times(quote.mid).toFixed()
+  }
+  const requestsForInformation = new RequestsForInformationService({
+    db: database.db,
+    transactions,
+    node: travelRuleNode,
+    checkSignature: ({ network, ...signed }) => {
+      const family = networks.addressFamily(network)
+      return family === undefined ? { valid: false, reason: 'address-unsupported' } : verifyMessageSignature({ family, chain: networks.deploymentChain, ...signed })
+    },
+    canonicalAddress: (network, address) => networks.canonicalAddress(network, address),
+    valueUsd,
+    settings: { rules: transactionRules.travelRule ?? DEFAULT_TRAVEL_RULE, ttlMs: config.travelRuleRequestTtlSeconds * 1000 },
+  })
+  const travelRuleSteps = {
+    db: database.db,
+    requests: requestsForInformation,
+    transactions,
+    ledger,
+    directory: externalAccounts,
+    screening: { valueUsd, declared: declaredAddress, isCrypto: (network: string) => networks.networkType(network) === 'crypto' },
+  }
   const tradeFlow = defineTradeFlow({
     runner: flows,
     ledger,
@@ -239,8 +296,10 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
   transactions.executeWith('trade', tradeFlow)
   transactions.executeWith('transfer', tradeFlow)
   if (paymentRail) {
-    const railDeps = { runner: flows, ledger, transactions, rail: paymentRail, directory: externalAccounts, batchSize: config.workerBatchSize }
-    transactions.executeWith('withdrawal', defineWithdrawalFlow(railDeps))
+    const railDeps = { runner: flows, ledger, transactions, rail: paymentRail, directory: externalAccounts, batchSize: config.workerBatchSize, travelRule: travelRuleSteps }
+    const withdrawals = defineWithdrawalFlow(railDeps)
+    transactions.executeWith('withdrawal', withdrawals)
+    wakers.set('withdrawal', withdrawals)
     // Nothing is held before a bank pull: its first step is the call to the rail, made by the worker.
     transactions.executeWith('deposit', defineBankPullFlow(railDeps), { inline: 0 })
   }
@@ -261,13 +320,20 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
       void cardDeposits.wake(organizationId, [reference]).then(pokeWorker, (error: unknown) => deps.logger?.warn({ err: error }, 'could not wake a card deposit'))
     })
   }
+  const depositFlow = defineDepositFlow({ runner: flows, ledger, transactions, batchSize: config.workerBatchSize, travelRule: travelRuleSteps })
+  wakers.set('deposit', depositFlow)
   const deposits = new DepositsService({
     db: database.db,
     accounts,
     assets: { decimalsOf },
     networks,
-    flow: defineDepositFlow({ runner: flows, ledger, transactions, batchSize: config.workerBatchSize }),
+    flow: depositFlow,
   })
+  // An answered or expired request wakes the flow of its transaction (a deposit's or a withdrawal's), which waits for
+  // it, in the database transaction that records the answer.
+  requestsForInformation.onSettled(async (executor, organizationId, transactionId) => {
+    for (const flow of wakers.values()) await flow.wake(organizationId, [transactionId], executor)
+  }, pokeWorker)
   metadata.registerEntity('transactions', (principal, entityId) => transactions.metadataOwner(principal, entityId))
   const worker = new Worker({
     db: database.db,
@@ -299,6 +365,37 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
     depositTestHelpers = new DepositTestHelpersService({ rails, networks, users, bankRail, chainRail })
   }
 
+  const kycWidgetSessions = new KycWidgetSessionsService({
+    signer,
+    kyc,
+    files,
+    settings: { publicUrl: config.publicUrl, sessionTtlSeconds: config.widgetSessionTtlSeconds, enabled: kycProvider !== null },
+  })
+  const travelRuleWidgetSessions = new TravelRuleWidgetSessionsService({
+    signer,
+    requests: requestsForInformation,
+    node: travelRuleNode,
+    ports: {
+      quotes,
+      priceUsd: async (asset) => (await rates.usdQuote(asset))?.mid ?? null,
+      async destinationAddress(principal, node) {
+        if (node.type === 'crypto-address') return String(node.address)
+        if (node.type !== 'external-account') return undefined
+        const key = `${String(node.id)}|${String(node.network)}`
+        const counterparty = (await externalAccounts.counterparties(principal.organizationId, [{ id: String(node.id), network: String(node.network) }])).get(key)
+        return counterparty?.kind === 'crypto' ? counterparty.address : undefined
+      },
+      async customer(principal) {
+        const user = await users.getMe(principal)
+        return user.type === 'business' ? { name: user.name ?? '', type: 'legal' } : { name: user.fullName ?? '', type: 'natural' }
+      },
+    },
+    settings: {
+      publicUrl: config.publicUrl,
+      sessionTtlSeconds: config.widgetSessionTtlSeconds,
+      selfDeclarationMaximumUsd: (transactionRules.travelRule ?? DEFAULT_TRAVEL_RULE).selfDeclarationMaximumUsd,
+    },
+  })
   const widgets = new WidgetsService({
     signer,
     quotes,
@@ -338,6 +435,8 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
       worker,
       deposits,
       transactions,
+      requestsForInformation,
+      travelRuleNode,
       quotes,
       flows,
       depositMethods,
@@ -345,6 +444,8 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
       depositTestHelpers,
       sandboxCardProcessor: cardProcessor,
       widgets,
+      kycWidgetSessions,
+      travelRuleWidgetSessions,
     },
     async close(timeoutMs = config.shutdownTimeoutMs) {
       await worker.stop(timeoutMs)

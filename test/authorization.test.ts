@@ -497,7 +497,7 @@ async function paymentSessionToken(ctx: TestContext, token: string, userId: stri
 }
 ROUTES.push(
   accountRoute({
-    operationId: 'widgets.create-payment-session',
+    operationId: 'widgets.create-payment-widget-session',
     method: 'POST',
     url: '/widgets/payment/sessions',
     scope: 'widgets.payment.sessions:create',
@@ -505,7 +505,28 @@ ROUTES.push(
     body: () => ({ flow: 'select-for-withdrawal', data: {} }),
     invalidBody: { body: { flow: 'select-for-deposit', data: { domain: 42 } }, property: 'data.domain', rule: 'type' },
   }),
-  accountRoute({ operationId: 'widgets.get-current-payment-session', method: 'GET', url: '/widgets/payment/sessions/current', success: 200, sessionToken: paymentSessionToken }),
+  accountRoute({ operationId: 'widgets.get-current-payment-widget-session', method: 'GET', url: '/widgets/payment/sessions/current', success: 200, sessionToken: paymentSessionToken }),
+)
+
+// KYC widget sessions: for individuals; the hosted KYC widget reads its session with its token. The current session's
+// scope is core.kyc:read, which this matrix grants its narrow clients (test/kyc-widget-sessions.test.ts checks it).
+async function kycSessionToken(ctx: TestContext, token: string, userId: string): Promise<string> {
+  const response = await ctx.request({ method: 'POST', url: '/widgets/kyc/sessions', headers: bearer(token, userId), payload: { flow: 'verify' } })
+  assert.equal(response.status, 201, response.body)
+  return response.json<{ session: { token: string } }>().session.token
+}
+ROUTES.push(
+  {
+    operationId: 'widgets.create-kyc-widget-session',
+    method: 'POST',
+    url: '/widgets/kyc/sessions',
+    scope: 'widgets.kyc.sessions:create',
+    subjects: ['user:individual'],
+    success: 201,
+    body: () => ({ flow: 'verify', processes: ['profile'] }),
+    invalidBody: { body: { flow: 'verify', processes: 'identity' }, property: 'processes', rule: 'type' },
+  },
+  { operationId: 'widgets.get-current-kyc-widget-session', method: 'GET', url: '/widgets/kyc/sessions/current', subjects: ['user:individual'], success: 200, sessionToken: kycSessionToken },
 )
 
 // External accounts: a SEPA account (no capability needed to link one), prepared for the acting user.
@@ -540,6 +561,125 @@ ROUTES.push(
     invalidBody: { body: { label: 'x', iban: 'DE67370400440532010001' }, property: 'iban', rule: 'additionalProperties' },
   }),
   accountRoute({ operationId: 'core.delete-external-account', method: 'DELETE', url: externalAccountUrl, scope: 'core.external-accounts:delete', success: 204, prepare: prepareExternalAccount }),
+)
+
+// Verifications of external accounts: a crypto address (bitcoin testnet) of the acting user, with its declared
+// level started when the route answers it.
+let preparedCryptoAccountId = ''
+async function prepareCryptoAccount(ctx: TestContext, token: string, userId: string): Promise<void> {
+  const payload = { type: 'crypto', asset: 'BTC', network: 'bitcoin', label: 'Prepared', address: 'tb1qxsy3qh8d44d5jkuvn98rxsjtxpmdlslg8d92cv' }
+  const response = await ctx.request({ method: 'POST', url: '/core/external-accounts', headers: bearer(token, userId), payload })
+  assert.equal(response.status, 201, response.body)
+  preparedCryptoAccountId = response.json<{ externalAccount: { id: string } }>().externalAccount.id
+}
+async function prepareDeclaredVerification(ctx: TestContext, token: string, userId: string): Promise<void> {
+  await prepareCryptoAccount(ctx, token, userId)
+  const response = await ctx.request({ method: 'POST', url: `/core/external-accounts/${preparedCryptoAccountId}/verifications`, headers: bearer(token, userId), payload: { level: 'declared' } })
+  assert.equal(response.status, 201, response.body)
+}
+const verificationsUrl = () => `/core/external-accounts/${preparedCryptoAccountId}/verifications`
+ROUTES.push(
+  accountRoute({
+    operationId: 'core.list-external-account-verifications',
+    method: 'GET',
+    url: verificationsUrl,
+    scope: 'core.external-accounts:read',
+    success: 200,
+    prepare: prepareCryptoAccount,
+  }),
+  accountRoute({
+    operationId: 'core.start-external-account-verification',
+    method: 'POST',
+    url: verificationsUrl,
+    scope: 'core.external-accounts:update',
+    success: 201,
+    prepare: prepareCryptoAccount,
+    body: () => ({ level: 'declared' }),
+    invalidBody: { body: { level: 'complete' }, property: 'level', rule: 'enum' },
+  }),
+  accountRoute({
+    operationId: 'core.answer-external-account-verification',
+    method: 'PUT',
+    url: () => `${verificationsUrl()}/declared`,
+    scope: 'core.external-accounts:update',
+    success: 200,
+    prepare: prepareDeclaredVerification,
+    body: () => ({ proof: { isVASP: false, isSelfHostedWallet: true, isSelfOwnedCryptoAddress: true } }),
+    invalidBody: { body: { proof: true }, property: 'proof', rule: 'type' },
+  }),
+)
+
+// Requests for information: a crypto deposit of the acting user above the travel rule's threshold, held for one.
+let preparedHeldDepositId = ''
+let preparedRequestId = ''
+async function prepareHeldDeposit(ctx: TestContext, token: string, userId: string): Promise<void> {
+  const account = await ctx.request({ method: 'POST', url: '/core/accounts', headers: bearer(token, userId), payload: { label: 'Held', asset: 'BTC' } })
+  assert.equal(account.status, 201, account.body)
+  const { transactionId } = await ctx.services.deposits.record(ctx.database.db, {
+    organizationId: ctx.client.organizationId,
+    userId,
+    accountId: account.json<{ account: { id: string } }>().account.id,
+    asset: 'BTC',
+    amount: '0.5',
+    network: 'bitcoin',
+    source: { type: 'crypto-address', network: 'bitcoin', address: 'tb1qxsy3qh8d44d5jkuvn98rxsjtxpmdlslg8d92cv' },
+    reference: `held-${Math.random().toString(36).slice(2)}`,
+  })
+  await ctx.services.worker.drain()
+  const principal = { organizationId: ctx.client.organizationId, clientId: 'test', scopes: new Set<string>(), subject: 'user:individual' as const, userId }
+  const [request] = await ctx.services.requestsForInformation.list(principal, transactionId)
+  assert.ok(request, 'the deposit was not held for information')
+  preparedHeldDepositId = transactionId
+  preparedRequestId = request.id
+}
+const requestsUrl = () => `/core/transactions/${preparedHeldDepositId}/requests-for-information`
+ROUTES.push(
+  accountRoute({ operationId: 'core.list-transaction-requests-for-information', method: 'GET', url: requestsUrl, scope: 'core.transactions.requests-for-information:read', success: 200, prepare: prepareHeldDeposit }),
+  accountRoute({ operationId: 'core.get-transaction-request-for-information', method: 'GET', url: () => `${requestsUrl()}/${preparedRequestId}`, scope: 'core.transactions.requests-for-information:read', success: 200, prepare: prepareHeldDeposit }),
+  accountRoute({
+    operationId: 'core.update-transaction-request-for-information',
+    method: 'PUT',
+    url: () => `${requestsUrl()}/${preparedRequestId}`,
+    scope: 'core.transactions.requests-for-information:update',
+    success: 200,
+    prepare: prepareHeldDeposit,
+    body: () => ({ data: { ivms101: { originator: { originatorPersons: [{ naturalPerson: { name: { nameIdentifier: [{ primaryIdentifier: 'Doe' }] } } }] } } } }),
+    invalidBody: { body: { data: 'nobody' }, property: 'data', rule: 'type' },
+  }),
+)
+
+// Travel-rule widget sessions: a deposit form for the held deposit prepared above; the hosted widget reads its session
+// and answers its request with the session's token (test/travel-rule-widget-sessions.test.ts checks the rest).
+async function travelRuleSessionToken(ctx: TestContext, token: string, userId: string): Promise<string> {
+  const payload = { flow: 'deposit-form', data: { requestForInformationId: preparedRequestId } }
+  const response = await ctx.request({ method: 'POST', url: '/widgets/travel-rule/sessions', headers: bearer(token, userId), payload })
+  assert.equal(response.status, 201, response.body)
+  return response.json<{ session: { token: string } }>().session.token
+}
+const namedOriginator = { ivms101: { originator: { originatorPersons: [{ naturalPerson: { name: { nameIdentifier: [{ primaryIdentifier: 'Doe' }] } } }] } } }
+ROUTES.push(
+  accountRoute({
+    operationId: 'widgets.create-travel-rule-widget-session',
+    method: 'POST',
+    url: '/widgets/travel-rule/sessions',
+    scope: 'widgets.travel-rule.sessions:create',
+    success: 201,
+    prepare: prepareHeldDeposit,
+    body: () => ({ flow: 'deposit-form', data: { requestForInformationId: preparedRequestId } }),
+    invalidBody: { body: { flow: 'deposit-form', data: { requestForInformationId: 42 } }, property: 'data.requestForInformationId', rule: 'type' },
+  }),
+  accountRoute({ operationId: 'widgets.get-current-travel-rule-widget-session', method: 'GET', url: '/widgets/travel-rule/sessions/current', success: 200, prepare: prepareHeldDeposit, sessionToken: travelRuleSessionToken }),
+  accountRoute({
+    operationId: 'widgets.answer-travel-rule-widget-session',
+    method: 'PUT',
+    url: '/widgets/travel-rule/sessions/current/request-for-information',
+    scope: 'core.transactions.requests-for-information:update',
+    success: 200,
+    prepare: prepareHeldDeposit,
+    sessionToken: travelRuleSessionToken,
+    body: () => ({ data: namedOriginator }),
+    invalidBody: { body: { data: 'nobody' }, property: 'data', rule: 'type' },
+  }),
 )
 
 async function putMetadata(ctx: TestContext, token: string, userId: string): Promise<void> {

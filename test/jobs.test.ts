@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test'
 import { openDatabase, type DatabaseHandle } from '../src/db/database.ts'
 import type { Db } from '../src/db/schema.ts'
 import { claimDue, findJob } from '../src/jobs/jobs.repository.ts'
-import { enqueue, JobHandlers, type JobHandler } from '../src/jobs/queue.ts'
+import { enqueue, JobDeferral, JobHandlers, wakeJobs, type JobHandler } from '../src/jobs/queue.ts'
 import { Worker } from '../src/jobs/worker.ts'
 import { DomainError } from '../src/lib/errors.ts'
 import { ENGINES, openTestDatabase, TEST_DATABASE_URL, testConfig } from './helpers.ts'
@@ -220,6 +220,27 @@ for (const engine of ENGINES) {
         assert.equal(job?.status, 'pending')
         assert.equal(job?.last_error, 'Error: database unavailable')
       }
+    })
+
+    test('a job woken while it runs is not deferred past the news: it runs again at once; unwoken, it waits', async () => {
+      const type = freshType()
+      const runs: number[] = []
+      const registry = new JobHandlers()
+      registry.registerBatch(type, async (jobs) => {
+        runs.push(Date.now())
+        // The news arrives while the first run looks (a request answered while its flow checked it).
+        if (runs.length === 1) assert.equal(await wakeJobs(database.db, type, jobs[0]!.organization_id!, 'key', ['k']), 1)
+        return new Map(jobs.map((job) => [job.id, new JobDeferral(new Date(Date.now() + 3_600_000))]))
+      }, { maxJobs: 1 })
+      const org = '0190a8c1-0000-7000-8000-00000000000a'
+      const id = await enqueue(database.db, { type, organizationId: org, payload: { key: 'k' } })
+      const worker = new Worker({ db: database.db, handlers: registry, pollIntervalMs: 20, concurrency: 1, leaseMs: 5_000 })
+      await worker.drain()
+      assert.equal(runs.length, 2, 'woken during its first run, it ran again')
+      const job = await findJob(database.db, id)
+      assert.equal(job?.status, 'pending')
+      assert.ok(job!.run_at.getTime() > Date.now() + 3_000_000, 'then, unwoken, it waits as it asked')
+      assert.equal(job?.attempts, 0, 'waiting spends no attempt')
     })
 
     test('enqueue refuses a job that could never run', async () => {

@@ -1,6 +1,10 @@
 /** Fixtures for tests that move money through the API: verified users, funded accounts, quotes and commits. */
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import type { Principal } from '../src/http/principal.ts'
 import { bearer, individualUser, type TestContext, type TestResponse } from './helpers.ts'
 
 export interface Endpoint {
@@ -79,10 +83,30 @@ export async function openAccount(ctx: TestContext, token: string, userId: strin
 
 const NETWORK: Record<string, string> = { BTC: 'bitcoin', ETH: 'ethereum', EUR: 'sepa', GBP: 'fps', USD: 'ach' }
 
-/** Credits an account as a rail deposit would, and settles it. */
+/**
+ * Environment for a suite whose deposits and withdrawals are not about the travel rule: the shipped
+ * transaction-rules.json with thresholds no test amount reaches, as an operator's reference data directory.
+ */
+export function withoutTravelRule(): Record<string, string> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'tessera-rules-'))
+  const rules = JSON.parse(readFileSync(new URL('../reference-data/transaction-rules.json', import.meta.url), 'utf8')) as Record<string, unknown>
+  rules.travelRule = { default: { thresholdUsd: '1000000000000' }, assets: {}, selfDeclarationMaximumUsd: '1000' }
+  writeFileSync(path.join(dir, 'transaction-rules.json'), JSON.stringify(rules))
+  return { REFERENCE_DATA_DIR: dir }
+}
+
+/** The originator a test deposit's request for information is answered with: someone else, named. */
+export const FUNDING_ORIGINATOR = { ivms101: { originator: { originatorPersons: [{ naturalPerson: { name: { nameIdentifier: [{ primaryIdentifier: 'Source', secondaryIdentifier: 'Funding', nameIdentifierType: 'LEGL' }] } } }] } } }
+
+/**
+ * Credits an account as a rail deposit would, and settles it. A crypto deposit at or above the travel rule's
+ * threshold is held for information: its request is answered as the user would (the originator named), so that
+ * it settles.
+ */
 export async function fund(ctx: TestContext, userId: string, accountId: string, asset: string, amount: string): Promise<void> {
-  await ctx.services.deposits.record(ctx.database.db, {
-    organizationId: (await ctx.database.db.selectFrom('accounts').select('organization_id').where('id', '=', accountId).executeTakeFirstOrThrow()).organization_id,
+  const organizationId = (await ctx.database.db.selectFrom('accounts').select('organization_id').where('id', '=', accountId).executeTakeFirstOrThrow()).organization_id
+  const { transactionId } = await ctx.services.deposits.record(ctx.database.db, {
+    organizationId,
     userId,
     accountId,
     asset,
@@ -90,6 +114,11 @@ export async function fund(ctx: TestContext, userId: string, accountId: string, 
     network: NETWORK[asset] ?? 'bitcoin',
     reference: `fund-${randomBytes(8).toString('hex')}`,
   })
+  await ctx.services.worker.drain()
+  const principal: Principal = { organizationId, clientId: 'test', scopes: new Set(), subject: 'user:individual', userId }
+  for (const request of await ctx.services.requestsForInformation.list(principal, transactionId)) {
+    if (request.status === 'pending') await ctx.services.requestsForInformation.answer(principal, transactionId, request.id, FUNDING_ORIGINATOR)
+  }
   await ctx.services.worker.drain()
 }
 
@@ -133,4 +162,32 @@ export function assertError(response: TestResponse, status: number, code: string
   const body = response.json<{ code: string; details?: Record<string, unknown> }>()
   assert.equal(body.code, code, response.body)
   return body.details
+}
+
+/** A request for information, as the API shows it (docs/travel-rule.md). */
+export interface RequestForInformation {
+  id: string
+  transactionId?: string
+  type: string
+  status: string
+  data?: Record<string, unknown>
+  context: { direction: string; party: string; network: string; asset: string; amount: string; addresses: string[] }
+  statusDetails?: { reason: string }
+  expiresAt: string
+}
+
+/** A crypto deposit from `sender`, as the chain rail reports it, run by the worker as far as it goes; its id. */
+export async function chainDeposit(ctx: TestContext, input: { userId: string; accountId: string; amount: string; sender: string }): Promise<string> {
+  const { transactionId } = await ctx.services.deposits.record(ctx.database.db, {
+    organizationId: ctx.client.organizationId,
+    userId: input.userId,
+    accountId: input.accountId,
+    asset: 'BTC',
+    amount: input.amount,
+    network: 'bitcoin',
+    source: { type: 'crypto-address', network: 'bitcoin', address: input.sender },
+    reference: `chain-${randomBytes(8).toString('hex')}`,
+  })
+  await ctx.services.worker.drain()
+  return transactionId
 }

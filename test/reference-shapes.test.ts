@@ -1,5 +1,6 @@
 /**
- * External accounts, withdrawal and card deposit quotes and transactions, their events, and payment widget sessions,
+ * External accounts, withdrawal and card deposit quotes and transactions, their events, payment, KYC and travel-rule widget
+ * sessions and requests for information,
  * checked against the upstream reference documents' own schemas (not only against our generated document): what a client written for the reference
  * reads from us must be what it expects. Crypto external accounts exist only in the specification (the reference's
  * `external-account.type` has no `crypto`), so they are checked against the reference schema with that one value
@@ -11,8 +12,9 @@ import path from 'node:path'
 import { describe, test } from 'node:test'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
+import { randomBytes } from 'node:crypto'
 import { bearer, ENGINES, useApp, type TestResponse } from './helpers.ts'
-import { commit, fund, openAccount, quoted, verifiedUser } from './money.ts'
+import { assertError, commit, fund, openAccount, quoted, verifiedUser } from './money.ts'
 
 const REFERENCE = path.resolve(import.meta.dirname, '../../shared/reference/core-openapi.json')
 const WIDGETS_REFERENCE = path.resolve(import.meta.dirname, '../../shared/reference/widgets-openapi.json')
@@ -79,7 +81,18 @@ for (const engine of ENGINES) {
         accountType: 'checking',
         address: { country: 'US', subdivision: 'US-CA', city: 'San Francisco', line1: '1 Main Street', postalCode: '94102' },
       })
-      await create({ type: 'crypto', asset: 'BTC', network: 'bitcoin', label: 'Wallet', address: 'tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx' })
+      const crypto = await create({ type: 'crypto', asset: 'BTC', network: 'bitcoin', label: 'Wallet', address: 'tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx' })
+      // A crypto address with verifications (the specification's compact form) still reads as the reference's account;
+      // the verifications of an account that has none is the reference's external account 404.
+      const verifications = `/core/external-accounts/${crypto}/verifications`
+      assert.equal((await ctx.request({ method: 'POST', url: verifications, headers, payload: { level: 'declared' } })).status, 201)
+      assert.equal((await ctx.request({ method: 'POST', url: verifications, headers, payload: { level: 'verified' } })).status, 201)
+      const declared = { proof: { isVASP: false, isSelfHostedWallet: true, isSelfOwnedCryptoAddress: true } }
+      assert.equal((await ctx.request({ method: 'PUT', url: `${verifications}/declared`, headers, payload: declared })).status, 200)
+      reference.response('get-external-account-response', await ctx.request({ method: 'GET', url: `/core/external-accounts/${crypto}`, headers }))
+      const notCrypto = await ctx.request({ method: 'GET', url: `/core/external-accounts/${sepa}/verifications`, headers })
+      assert.equal(notCrypto.status, 404)
+      reference.response('get-external-account-not-found-response', notCrypto)
 
       reference.response('list-external-accounts-response', await ctx.request({ method: 'GET', url: '/core/external-accounts', headers }))
       reference.response('get-external-account-response', await ctx.request({ method: 'GET', url: `/core/external-accounts/${card}`, headers }))
@@ -139,6 +152,29 @@ for (const engine of ENGINES) {
       assert.equal(checked.transaction, 2 * ids.length)
     })
 
+    test('KYC widget sessions and their refusals', async () => {
+      const widgets = referenceValidator(WIDGETS_REFERENCE)
+      const ctx = suite.ctx
+      const create = (userId: string, payload: Record<string, unknown>) => ctx.request({ method: 'POST', url: '/widgets/kyc/sessions', headers: bearer(suite.token, userId), payload })
+      const newcomer = (await ctx.createUser(suite.token)).id
+      for (const payload of [{ flow: 'verify' }, { flow: 'verify', processes: ['identity', 'proof-of-address', 'profile'] }]) {
+        const response = await create(newcomer, payload)
+        assert.equal(response.status, 201, response.body)
+        widgets.response('create-kyc-widget-session-response', response)
+      }
+      const incomplete = await create(newcomer, { flow: 'verify', processes: ['identity'] })
+      assert.equal(incomplete.status, 409, incomplete.body)
+      widgets.response('create-kyc-widget-session-conflict-response', incomplete)
+      // Nothing left to submit (profile complete, documents checked): an empty list, still the reference's shape.
+      const verified = await verifiedUser(ctx, suite.token)
+      const profile = await ctx.request({ method: 'PATCH', url: '/core/kyc/processes/profile', headers: bearer(suite.token, verified), payload: { input: { fullName: 'John Doe', birthdate: '1987-01-01' } } })
+      assert.equal(profile.status, 200, profile.body)
+      const done = await create(verified, { flow: 'verify' })
+      assert.equal(done.status, 201, done.body)
+      assert.deepEqual(done.json<{ session: { data: { processes: string[] } } }>().session.data.processes, [])
+      widgets.response('create-kyc-widget-session-response', done)
+    })
+
     test('card deposits (frictionless, challenged, declined, refused), their events, and payment widget sessions', async () => {
       const reference = referenceValidator()
       const widgets = referenceValidator(WIDGETS_REFERENCE)
@@ -191,6 +227,63 @@ for (const engine of ENGINES) {
       for (const event of checked) reference.schema('transaction-webhook-event', envelope(event))
       // Created for each; the frictionless one completed, the declined one failed; the challenged one still waits.
       assert.equal(checked.length, ids.length + 2)
+    })
+
+    test('travel-rule widget sessions (deposit and withdrawal forms, their 404 and 409), and the answer their widget sends', async () => {
+      const reference = referenceValidator()
+      const widgets = referenceValidator(WIDGETS_REFERENCE)
+      const ctx = suite.ctx
+      const userId = await verifiedUser(ctx, suite.token)
+      const headers = bearer(suite.token, userId)
+      const btc = await openAccount(ctx, suite.token, userId, 'BTC')
+      const { transactionId } = await ctx.services.deposits.record(ctx.database.db, {
+        organizationId: ctx.client.organizationId,
+        userId,
+        accountId: btc,
+        asset: 'BTC',
+        amount: '0.1',
+        network: 'bitcoin',
+        source: { type: 'crypto-address', network: 'bitcoin', address: 'tb1qxsy3qh8d44d5jkuvn98rxsjtxpmdlslg8d92cv' },
+        reference: `shapes-${randomBytes(6).toString('hex')}`,
+      })
+      await ctx.services.worker.drain()
+      const listed = await ctx.request({ method: 'GET', url: `/core/transactions/${transactionId}/requests-for-information`, headers })
+      reference.response('list-transaction-requests-for-information-response', listed)
+      const requestId = listed.json<{ requestsForInformation: { id: string }[] }>().requestsForInformation[0]!.id
+      reference.response('get-transaction-request-for-information-response', await ctx.request({ method: 'GET', url: `/core/transactions/${transactionId}/requests-for-information/${requestId}`, headers }))
+
+      const sessions = '/widgets/travel-rule/sessions'
+      const deposit = await ctx.request({ method: 'POST', url: sessions, headers, payload: { flow: 'deposit-form', data: { requestForInformationId: requestId } } })
+      assert.equal(deposit.status, 201, deposit.body)
+      widgets.response('create-travel-rule-widget-session-response', deposit)
+      widgets.response('create-travel-rule-widget-session-response', await ctx.request({ method: 'POST', url: sessions, headers, payload: { flow: 'deposit-form', data: { transactionId } } }))
+      const missing = await ctx.request({ method: 'POST', url: sessions, headers, payload: { flow: 'deposit-form', data: { requestForInformationId: '0190a8c1-0000-7000-8000-000000000000' } } })
+      assertError(missing, 404, 'entity_not_found')
+      widgets.response('create-travel-rule-widget-session-not-found-response', missing)
+
+      await fund(ctx, userId, btc, 'BTC', '1')
+      const destination = { type: 'crypto-address', network: 'bitcoin', asset: 'BTC', address: 'tb1qrp33g0q5c5txsp9arysrx4k6zdkfs4nce4xj0gdcccefvpysxf3q0sl5k7' }
+      const quote = await quoted(ctx, suite.token, userId, { origin: { type: 'account', id: btc }, destination, denomination: { asset: 'BTC', amount: '0.1' } })
+      const withdrawal = await ctx.request({ method: 'POST', url: sessions, headers, payload: { flow: 'withdrawal-form', data: { quoteId: quote.id } } })
+      assert.equal(withdrawal.status, 201, withdrawal.body)
+      widgets.response('create-travel-rule-widget-session-response', withdrawal)
+      const small = await quoted(ctx, suite.token, userId, { origin: { type: 'account', id: btc }, destination, denomination: { asset: 'BTC', amount: '0.001' } })
+      const conflict = await ctx.request({ method: 'POST', url: sessions, headers, payload: { flow: 'withdrawal-form', data: { quoteId: small.id } } })
+      assertError(conflict, 409, 'operation_not_allowed')
+      widgets.response('create-travel-rule-widget-session-conflict-response', conflict)
+
+      // The widget's answer reads as the core API's answer to the same request.
+      const token = deposit.json<{ session: { token: string } }>().session.token
+      const answer = (data: Json) => ctx.request({ method: 'PUT', url: `${sessions}/current/request-for-information`, headers: bearer(token), payload: { data } })
+      const current = await ctx.request({ method: 'GET', url: `${sessions}/current`, headers: bearer(token) })
+      reference.schema('request-for-information', current.json<{ requestForInformation: unknown }>().requestForInformation)
+      const person = { ivms101: { originator: { originatorPersons: [{ naturalPerson: { name: { nameIdentifier: [{ primaryIdentifier: 'Doe', nameIdentifierType: 'LEGL' }] } } }] } } }
+      const answered = await answer(person)
+      assert.equal(answered.status, 200, answered.body)
+      reference.response('update-transaction-request-for-information-response', answered)
+      const again = await answer(person)
+      assertError(again, 409, 'operation_not_allowed')
+      reference.response('update-transaction-request-for-information-conflict-response', again)
     })
   })
 }

@@ -4,7 +4,7 @@ import { describe, test } from 'node:test'
 import BigNumber from 'bignumber.js'
 import fc from 'fast-check'
 import { bearer, ENGINES, useApp, type TestContext } from './helpers.ts'
-import { assertError, balanceOf, commit, fund, openAccount, quoted, quoteBody, requestQuote, verifiedUser, type Quote, type Transaction } from './money.ts'
+import { assertError, balanceOf, commit, fund, openAccount, quoted, quoteBody, requestQuote, verifiedUser, type Quote, type Transaction, withoutTravelRule } from './money.ts'
 
 /**
  * The seed of the generated command sequences. A failure report names it with a `path`: replay the shrunk case
@@ -181,7 +181,7 @@ function assertQuoteFigures(quote: Quote, userId: string, origin: ModelAccount, 
 
 for (const engine of ENGINES) {
   describe(`trades, property [${engine}]`, () => {
-    const suite = useApp(engine, { VELOCITY_MAX_MOVEMENTS: '0' })
+    const suite = useApp(engine, { VELOCITY_MAX_MOVEMENTS: '0', ...withoutTravelRule() })
 
     test('random deposits, quotes, commits and drains through the API keep balances, quotes and the ledger exact', async () => {
       const ctx = () => suite.ctx

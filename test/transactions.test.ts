@@ -8,6 +8,7 @@ import { LedgerService } from '../src/modules/ledger/ledger.service.ts'
 import { defineDepositFlow } from '../src/flows/deposit.flow.ts'
 import { FlowRunner } from '../src/flows/runner.ts'
 import { TransactionsService } from '../src/modules/transactions/transactions.service.ts'
+import { withoutTravelRule } from './money.ts'
 import { bearer, ENGINES, TEST_DATABASE_URL, useApp, type TestResponse } from './helpers.ts'
 
 const UNKNOWN_ID = '0190a8c1-0000-7000-8000-000000000000'
@@ -38,7 +39,8 @@ const nextReference = () => `rail-payment-${process.pid}-${++sequence}`
 
 for (const engine of ENGINES) {
   describe(`transactions and deposits [${engine}]`, () => {
-    const suite = useApp(engine)
+    // Deposits here are about settlement, not the travel rule (test/travel-rule.test.ts).
+    const suite = useApp(engine, withoutTravelRule())
     const org = () => suite.ctx.client.organizationId
 
     async function openAccount(token = suite.token, asset = 'BTC'): Promise<{ userId: string; accountId: string }> {
@@ -295,12 +297,23 @@ if (TEST_DATABASE_URL) {
       // A second process's worker: its own pool, ledger and deposit handler on the same schema.
       const second = await openDatabase({ ...suite.ctx.config, databaseUrl: TEST_DATABASE_URL!, databasePoolSize: 8, searchPath: suite.ctx.database.schema! })
       const handlers = new JobHandlers()
+      const secondLedger = new LedgerService({ db: second.db, assets: { decimalsOf: (code) => (code === 'BTC' ? 8 : undefined) } })
+      // A worker's transactions service: it never reads accounts or executes quotes.
+      const secondTransactions = new TransactionsService({ db: second.db, accounts: { ownedAccount: async () => null }, quotes: { use: async () => assert.fail('no quotes here') }, canonicalAddress: (_network, address) => address })
       defineDepositFlow({
         runner: new FlowRunner({ db: second.db, jobs: handlers }),
-        ledger: new LedgerService({ db: second.db, assets: { decimalsOf: (code) => (code === 'BTC' ? 8 : undefined) } }),
-        // A worker's transactions service: it never reads accounts or executes quotes.
-        transactions: new TransactionsService({ db: second.db, accounts: { ownedAccount: async () => null }, quotes: { use: async () => assert.fail('no quotes here') }, canonicalAddress: (_network, address) => address }),
+        ledger: secondLedger,
+        transactions: secondTransactions,
         batchSize: 7,
+        // These deposits are far below the travel rule's threshold.
+        travelRule: {
+          db: second.db,
+          requests: suite.ctx.services.requestsForInformation,
+          transactions: secondTransactions,
+          ledger: secondLedger,
+          directory: suite.ctx.services.externalAccounts,
+          screening: { valueUsd: async () => '1', declared: async () => false, isCrypto: () => true },
+        },
       })
       const workers = [
         new Worker({ db: suite.ctx.database.db, handlers: suite.ctx.services.jobs, pollIntervalMs: 5, concurrency: 3, leaseMs: 30_000 }),

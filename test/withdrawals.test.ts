@@ -6,7 +6,7 @@ import { checkLedger } from '../src/modules/ledger/index.ts'
 import { eventsAbout } from '../src/modules/events/outbox.ts'
 import { receivedOrders } from '../src/providers/rails/sandbox-payouts.ts'
 import { bearer, ENGINES, useApp } from './helpers.ts'
-import { assertError, balanceOf, commit, fund, openAccount, quoted, requestQuote, transactionOf, verifiedUser, type Quote } from './money.ts'
+import { assertError, balanceOf, commit, fund, openAccount, quoted, requestQuote, transactionOf, verifiedUser, type Quote, withoutTravelRule } from './money.ts'
 
 /** Sandbox test values (docs/sandbox.md): IBANs whose last four digits select the rail's outcome. */
 const IBAN = {
@@ -22,7 +22,8 @@ const EXPIRY = { month: 12, year: new Date().getUTCFullYear() + 3 }
 for (const engine of ENGINES) {
   describe(`withdrawals and bank pulls [${engine}]`, () => {
     // The sandbox rail settles at once here; a test that needs an order pending moves its settlement time itself.
-    const suite = useApp(engine, { VELOCITY_MAX_MOVEMENTS: '0', SANDBOX_RAIL_SETTLE_MS: '0' })
+    // Withdrawals here are about the rail, not the travel rule (test/travel-rule.test.ts).
+    const suite = useApp(engine, { VELOCITY_MAX_MOVEMENTS: '0', SANDBOX_RAIL_SETTLE_MS: '0', ...withoutTravelRule() })
     const ctx = () => suite.ctx
 
     async function linked(userId: string, payload: Record<string, unknown>): Promise<string> {
@@ -310,7 +311,7 @@ for (const engine of ENGINES) {
   })
 
   describe(`a rail that takes its time [${engine}]`, () => {
-    const suite = useApp(engine, { VELOCITY_MAX_MOVEMENTS: '0', SANDBOX_RAIL_SETTLE_MS: '3600000' })
+    const suite = useApp(engine, { VELOCITY_MAX_MOVEMENTS: '0', SANDBOX_RAIL_SETTLE_MS: '3600000', ...withoutTravelRule() })
 
     /** A verified user's SEPA withdrawal of `amount` EUR from `funding`, committed and sent to the rail, whose answer is an hour away. */
     async function underWay(funding: string, amount: string) {

@@ -10,6 +10,7 @@ import { migrateToLatest, openDatabase } from '../src/db/database.ts'
 import type { Db } from '../src/db/schema.ts'
 import { loadOrCreateSecrets } from '../src/lib/data-dir.ts'
 import { basicAuth, bearer, individualUser, TEST_DATABASE_URL, testConfig, USER_IP } from './helpers.ts'
+import { withoutTravelRule } from './money.ts'
 import { cli, freePort, MAIN, ROOT, scratchDatabase } from './processes.ts'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -69,6 +70,8 @@ if (TEST_DATABASE_URL) {
         WORKER_POLL_INTERVAL_MS: '20',
         WORKER_LEASE_MS: '1000',
         WORKER_CONCURRENCY: '8',
+        // These deposits are about settlement across processes, not the travel rule (test/travel-rule.test.ts).
+        ...withoutTravelRule(),
       }
       // This process records deposits through the service, as the deposit rails do; it never runs jobs itself.
       const config = testConfig({ DATABASE_URL: url.href, DATABASE_POOL_SIZE: '8' })

@@ -235,6 +235,8 @@ export interface JobsTable {
   run_at: Timestamp
   locked_until: Date | null
   locked_by: string | null
+  /** How many times the job was woken (its news came): a running job woken after its claim is not deferred. */
+  wakes: ColumnType<number, number | undefined, number>
   last_error: string | null
   created_at: Timestamp
   updated_at: Timestamp
@@ -386,6 +388,29 @@ export interface ExternalAccountsTable {
   deleted_at: Date | null
 }
 
+/** One verification level of a crypto external account: asked for once, completed once (docs/external-accounts.md). */
+export interface ExternalAccountVerificationsTable {
+  organization_id: string
+  /** Also the id of its request for information. */
+  id: string
+  external_account_id: string
+  owner_id: string
+  level: 'declared' | 'verified'
+  type: 'crypto-address-travel-rule' | 'crypto-address-verification'
+  status: 'pending' | 'completed'
+  network: string
+  /** The address as the external account has it, and its one spelling on the network (for lookups). */
+  address: string
+  canonical_address: string
+  /** What the user is offered to prove it with: a self-declaration's schema, or the message to sign. */
+  proof_options: Json<Record<string, unknown>>
+  /** The proof that completed it: the declared booleans, or the signature with its scheme. */
+  proof: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>
+  completed_at: ColumnType<Date | null, Date | null | undefined, Date | null>
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
 export interface SandboxRailOrdersTable {
   key: string
   order_id: string
@@ -437,6 +462,26 @@ export interface SandboxCardPaymentsTable {
   updated_at: Timestamp
 }
 
+export interface RequestsForInformationTable {
+  organization_id: string
+  id: string
+  owner_id: string
+  type: 'travel-rule'
+  status: 'pending' | 'ok' | 'expired' | 'failed'
+  /** The transaction it holds; null while it answers a quote not executed yet. */
+  transaction_id: string | null
+  quote_id: string | null
+  /** What was asked: see src/modules/travel-rule. */
+  context: Json<Record<string, unknown>>
+  /** The answer, once accepted. */
+  data: Json<Record<string, unknown>> | null
+  /** Why it failed, when it did. */
+  reason: string | null
+  expires_at: Timestamp
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
 export interface Database {
   organizations: OrganizationsTable
   clients: ClientsTable
@@ -463,8 +508,10 @@ export interface Database {
   flows: FlowsTable
   flow_steps: FlowStepsTable
   external_accounts: ExternalAccountsTable
+  external_account_verifications: ExternalAccountVerificationsTable
   sandbox_rail_orders: SandboxRailOrdersTable
   sandbox_card_payments: SandboxCardPaymentsTable
+  requests_for_information: RequestsForInformationTable
 }
 
 export type Db = Kysely<Database>
@@ -492,5 +539,7 @@ export type DepositMethodRow = Selectable<DepositMethodsTable>
 export type QuoteRow = Selectable<QuotesTable>
 export type FlowRow = Selectable<FlowsTable>
 export type ExternalAccountRow = Selectable<ExternalAccountsTable>
+export type ExternalAccountVerificationRow = Selectable<ExternalAccountVerificationsTable>
 export type SandboxRailOrderRow = Selectable<SandboxRailOrdersTable>
 export type SandboxCardPaymentRow = Selectable<SandboxCardPaymentsTable>
+export type RequestForInformationRow = Selectable<RequestsForInformationTable>

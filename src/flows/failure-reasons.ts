@@ -16,10 +16,10 @@ export function failureReason(error: unknown): TransactionStatusReason {
   return 'unspecified-error'
 }
 
-/** A flow's `onFailed` for movements: the transaction, if still processing, fails with the error's reason. */
+/** A flow's `onFailed` for movements: the transaction, if not final yet (processing or on hold), fails with the error's reason. */
 export function failTransaction(transactions: TransactionsService) {
   return async (tx: Tx, flow: Flow<unknown>, error: unknown): Promise<void> => {
-    const rows = await transactions.lockProcessing(tx, flow.organizationId, [flow.id])
+    const rows = await transactions.lockLive(tx, flow.organizationId, [flow.id])
     await transactions.apply(tx, rows, 'fail', failureReason(error))
   }
 }

@@ -7,6 +7,7 @@ import { RailUnavailableError, type PaymentRail, type RailCounterparty, type Rai
 import { failTransaction } from './failure-reasons.ts'
 import { reserveStep, type Reserved } from './reserve.step.ts'
 import { FlowFailure, FlowWait, type Flow, type FlowHandle, type FlowRunner, type FlowStep } from './runner.ts'
+import { screenStep, type TravelRuleStepDeps, type WithTravelRule } from './travel-rule.steps.ts'
 
 /**
  * Movements that leave Tessera, or come in, over a payment rail: withdrawals (to a bank account, a card, a crypto
@@ -19,6 +20,7 @@ type PostingInput = Parameters<LedgerService['postAll']>[0][number]
 
 /** The transaction's figures (its origin account: none for a bank pull; its rail network), then what the steps learn. */
 export interface RailFlowData extends QuotedMovement, Reserved {
+  travelRule?: WithTravelRule['travelRule']
   /** The rail's id of the order, once it took it. */
   orderId?: string
   /** The rail's trace of the payment, once it completed. */
@@ -74,6 +76,8 @@ export interface RailFlowDeps {
   rail: PaymentRail
   directory: CounterpartyDirectory
   batchSize: number
+  /** Withdrawals wait for the travel rule's information where their quote asks for it. */
+  travelRule: TravelRuleStepDeps
 }
 
 /** The two steps that talk to the rail: send the order once, then ask for its outcome until it is final. */
@@ -145,11 +149,14 @@ function feeOf(row: TransactionRow): BigNumber {
  * A withdrawal. Steps:
  * 1. `reserve` — holds what the origin pays (amount and fees), when the transaction is created, in its database
  *    transaction: a withdrawal the account cannot fund is refused and leaves nothing. Compensation releases it.
- * 2. `submit` — sends the order to the rail, once (its key is the transaction's); a refusal fails the withdrawal
+ * 2. `screen` — the travel rule (travel-rule.steps.ts): a withdrawal whose quote
+ *    carries the `travel-rule` requirement waits `on-hold` until its beneficiary is described (a withdrawal form
+ *    answered for the quote, or the request it opens, answered); refused or expired, it fails and the hold is released.
+ * 3. `submit` — sends the order to the rail, once (its key is the transaction's); a refusal fails the withdrawal
  *    alone (the other orders of its batch are not sent again).
- * 3. `confirm` — asks the rail for the outcome, waiting (the job deferred, no attempt spent) while it is pending;
+ * 4. `confirm` — asks the rail for the outcome, waiting (the job deferred, no attempt spent) while it is pending;
  *    a failure (a returned payment, a declined card credit) fails the withdrawal and the hold is released.
- * 4. `settle` — captures the hold: the fees to the fee account, the rest to the rail's clearing account of the
+ * 5. `settle` — captures the hold: the fees to the fee account, the rest to the rail's clearing account of the
  *    network (through the liquidity accounts when the asset changes on the way); the withdrawal completes.
  */
 export function defineWithdrawalFlow(deps: RailFlowDeps): FlowHandle<RailFlowData> {
@@ -161,6 +168,7 @@ export function defineWithdrawalFlow(deps: RailFlowDeps): FlowHandle<RailFlowDat
     irreversibleAfter: 'submit',
     steps: [
       reserveStep<RailFlowData>(ledger),
+      screenStep<RailFlowData>('withdrawal', deps.travelRule),
       ...railSteps(deps),
       {
         name: 'settle',

@@ -1,4 +1,4 @@
-import type { Db, FlowRow, JobRow, Tx } from '../db/schema.ts'
+import type { Db, Executor, FlowRow, JobRow, Tx } from '../db/schema.ts'
 import { enqueue, JobDeferral, wakeJobs, type JobHandlers } from '../jobs/queue.ts'
 import { isRetryable } from '../lib/errors.ts'
 import * as repository from './flows.repository.ts'
@@ -118,8 +118,11 @@ export interface FlowHandle<D> {
    * flow's job to retry; answers it, if any.
    */
   advance(organizationId: string, id: string, steps: number): Promise<unknown>
-  /** Makes the jobs of waiting flows due now (their outside party answered); answers how many were waiting. */
-  wake(organizationId: string, ids: readonly string[]): Promise<number>
+  /**
+   * Makes the jobs of waiting flows due now (their outside party answered); answers how many were waiting. Given the
+   * database transaction that records the news, the wake-up commits with it: a crash cannot keep one without the other.
+   */
+  wake(organizationId: string, ids: readonly string[], executor?: Executor): Promise<number>
 }
 
 interface FlowJob {
@@ -207,7 +210,7 @@ export class FlowRunner {
           return error
         }
       },
-      wake: (organizationId, ids) => wakeJobs(this.db, jobType, organizationId, 'flowId', ids),
+      wake: (organizationId, ids, executor) => wakeJobs(executor ?? this.db, jobType, organizationId, 'flowId', ids),
     }
   }
 

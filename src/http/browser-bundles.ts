@@ -14,6 +14,8 @@ export const BROWSER_ENTRIES: Readonly<Record<string, string>> = {
   sdk: 'widgets/sdk/index.ts',
   'payment-widget': 'widgets/payment-widget/main.ts',
   'payment-widget-return': 'widgets/payment-widget/return.ts',
+  'kyc-widget': 'widgets/kyc-widget/main.ts',
+  'travel-rule-widget': 'widgets/travel-rule-widget/main.ts',
   'example-payment-widget': 'examples/payment-widget/main.ts',
 }
 

@@ -40,6 +40,7 @@ export const ERROR_CATALOGUE = {
   country_not_supported: { status: 409, description: 'The country is not supported for this use.' },
   duplicate: { status: 409, description: 'The same details are already linked for the user; `details.property` names the identifying field.' },
   crypto_address_invalid: { status: 409, description: 'The crypto address, or its destination tag or memo, is not valid on the network.' },
+  crypto_address_signature_invalid: { status: 409, description: 'A signature given to verify a crypto address does not prove control of it (altered, by another key, for another message or network); `details.reason` says why.' },
   date_invalid: { status: 409, description: 'A date is out of the allowed range (e.g. a birthdate in the future).' },
   email_already_exists: { status: 409, description: 'Another user of the organization has this email address.' },
   file_already_uploaded: { status: 409, description: 'The file already has its content.' },

@@ -1,5 +1,18 @@
 import { ApiError, requestInvalid } from './errors.ts'
 
+/** What a widget session's token is bound to (the widgets module issues them). */
+export interface WidgetBinding {
+  kind: 'payment' | 'travel-rule' | 'kyc'
+  flow: string
+  quoteId?: string
+  /** The host page's domain the session was opened for, when the client named one. */
+  domain?: string
+  /** Travel rule: the request for information the session's form answers. */
+  requestForInformationId?: string
+  /** KYC: the processes the session walks the user through. */
+  processes?: string[]
+}
+
 export type Subject = 'client' | 'user:individual' | 'user:business'
 
 /** Who is calling: the client organization, its granted scopes, and the user it acts for, if any. */
@@ -11,9 +24,10 @@ export interface Principal {
   userId: string | null
   /**
    * Set when the caller is a widget session (its token was issued by `POST /widgets/{kind}/sessions`): the flow it was
-   * opened for and, for an authorization, the one quote it may execute.
+   * opened for and what it is bound to: the one quote it may execute, the one request for information it answers, the
+   * KYC processes it walks through.
    */
-  widget?: { kind: 'payment' | 'travel-rule' | 'kyc'; flow: string; quoteId?: string; domain?: string; expiresAt: number }
+  widget?: WidgetBinding & { expiresAt: number }
 }
 
 /** Scopes that depend on a path parameter: e.g. metadata of users needs `core.users.metadata:read`. */

@@ -12,7 +12,9 @@ const UNION_KEYWORDS = new Set(['oneOf', 'anyOf'])
 
 /**
  * When a value matches no branch of a union, the validator reports every branch's failures. The client
- * meant one branch: keep the failures of the branch that came closest (fewest failures), recursively.
+ * meant one branch: keep the failures of the branch that came closest, recursively. A branch whose literal
+ * (`const`: a discriminator such as `flow`) the value matched is closer than any branch whose literal it missed,
+ * whatever else fails in it; among those, the one with the fewest failures.
  */
 export function closestBranchErrors(errors: readonly SchemaError[]): SchemaError[] {
   const union = errors.find((e) => UNION_KEYWORDS.has(e.keyword))
@@ -23,7 +25,8 @@ export function closestBranchErrors(errors: readonly SchemaError[]): SchemaError
   const outside = others.filter((error) => !error.schemaPath.startsWith(prefix))
   const branches = Map.groupBy(others.filter((error) => error.schemaPath.startsWith(prefix)), (error) => error.schemaPath.slice(prefix.length).split('/')[0]!)
   if (branches.size === 0) return [...outside, union]
-  const closest = [...branches.values()].reduce((best, next) => (next.length < best.length ? next : best))
+  const distance = (branch: SchemaError[]) => (branch.some((error) => error.keyword === 'const') ? 1_000_000 : 0) + branch.length
+  const closest = [...branches.values()].reduce((best, next) => (distance(next) < distance(best) ? next : best))
   return closestBranchErrors([...outside, ...closest])
 }
 

@@ -87,11 +87,24 @@ export async function fail(db: Executor, id: string, workerId: string, error: st
     .execute()
 }
 
-/** Puts a job back to run at `runAt` without counting the attempt: it waits, it did not fail. */
-export async function defer(db: Executor, id: string, workerId: string, runAt: Date, reason: string | null): Promise<void> {
+/**
+ * Puts a job back to run at `runAt` without counting the attempt: it waits, it did not fail. A job woken while it ran
+ * (its `wakes` moved past `claimedWakes`, the count its claim read) is due at once instead: the news it waits for may
+ * have come after it looked.
+ */
+export async function defer(db: Executor, id: string, workerId: string, runAt: Date, reason: string | null, claimedWakes: number): Promise<void> {
+  const now = new Date()
   await db
     .updateTable('jobs')
-    .set((eb) => ({ status: 'pending', attempts: eb('attempts', '-', 1), run_at: runAt, locked_by: null, locked_until: null, last_error: reason, updated_at: new Date() }))
+    .set((eb) => ({
+      status: 'pending',
+      attempts: eb('attempts', '-', 1),
+      run_at: sql<Date>`case when ${eb.ref('wakes')} > ${claimedWakes} then ${now}::timestamptz else ${runAt}::timestamptz end`,
+      locked_by: null,
+      locked_until: null,
+      last_error: reason,
+      updated_at: now,
+    }))
     .where('id', '=', id)
     .where('locked_by', '=', workerId)
     .where('status', '=', 'running')
@@ -120,13 +133,14 @@ export function findJob(db: Executor, id: string): Promise<JobRow | undefined> {
  */
 export async function wake(db: Executor, type: string, organizationId: string, field: string, values: readonly string[], at: Date): Promise<number> {
   if (values.length === 0) return 0
+  // A job running now is woken too (its `wakes` count moves past the one its claim read): should it defer itself,
+  // having looked before the news, `defer` puts it back due at once rather than lose the wake-up.
   const result = await db
     .updateTable('jobs')
-    .set({ run_at: at, updated_at: at })
+    .set((eb) => ({ run_at: sql<Date>`least(${eb.ref('run_at')}, ${at}::timestamptz)`, wakes: eb('wakes', '+', 1), updated_at: at }))
     .where('type', '=', type)
     .where('organization_id', '=', organizationId)
-    .where('status', '=', 'pending')
-    .where('run_at', '>', at)
+    .where((eb) => eb.or([eb.and([eb('status', '=', 'pending'), eb('run_at', '>', at)]), eb('status', '=', 'running')]))
     .where(sql<string>`payload->>${field}`, 'in', values)
     .executeTakeFirst()
   return Number(result.numUpdatedRows)

@@ -208,7 +208,7 @@ export class Worker {
   private async defer(job: JobRow, deferral: JobDeferral): Promise<void> {
     if (deferral.reason !== null) this.options.logger.error({ jobId: job.id, type: job.type, reason: deferral.reason, retryAt: deferral.runAt }, 'job cannot go on and may not give up; retrying later')
     try {
-      await repository.defer(this.options.db, job.id, this.id, deferral.runAt, deferral.reason)
+      await repository.defer(this.options.db, job.id, this.id, deferral.runAt, deferral.reason, job.wakes)
     } catch (error) {
       // The lease runs out and the job is taken over early: it is not lost.
       this.options.logger.error({ err: error, jobId: job.id }, 'deferring a job failed')

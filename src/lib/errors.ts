@@ -18,6 +18,7 @@ export const ERROR_CODES = [
   'content_type_unsupported',
   'country_not_supported',
   'crypto_address_invalid',
+  'crypto_address_signature_invalid',
   'date_invalid',
   'duplicate',
   'email_already_exists',

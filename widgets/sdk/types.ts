@@ -295,9 +295,15 @@ export type PaymentWidgetEvent<TFlow extends PaymentWidgetFlow = PaymentWidgetFl
   | PaymentWidgetCancelEvent
   | PaymentWidgetErrorEvent
 
-/** What a travel-rule form reports on completion (the widget decides; Tessera does not serve this widget yet). */
+/**
+ * What a travel-rule form reports on completion: `value` is the travel-rule network's description of the transfer
+ * (the answer the widget sent), `requestForInformation` the request as it now stands (`ok`, or `failed` when the
+ * network refused the party). See docs/travel-rule-widget.md.
+ */
 export type TravelRuleWidgetResult = Record<string, unknown>
-export type TravelRuleWidgetCompleteEventDetail<_TFlow extends TravelRuleWidgetFlow = TravelRuleWidgetFlow> = WidgetCompleteEventDetail<TravelRuleWidgetResult>
+export interface TravelRuleWidgetCompleteEventDetail<_TFlow extends TravelRuleWidgetFlow = TravelRuleWidgetFlow> extends WidgetCompleteEventDetail<TravelRuleWidgetResult> {
+  requestForInformation?: { id: string; type: 'travel-rule'; status: 'ok' | 'pending' | 'expired' | 'failed'; [field: string]: unknown }
+}
 export type TravelRuleWidgetReadyEvent = WidgetReadyEvent
 export type TravelRuleWidgetCompleteEvent<TFlow extends TravelRuleWidgetFlow = TravelRuleWidgetFlow> = CustomEvent<TravelRuleWidgetCompleteEventDetail<TFlow>>
 export type TravelRuleWidgetCancelEvent = WidgetCancelEvent

@@ -12,6 +12,8 @@ import * as m0010 from './0010_deposit_methods.ts'
 import * as m0011 from './0011_quotes_flows_and_transaction_model.ts'
 import * as m0012 from './0012_external_accounts_and_withdrawals.ts'
 import * as m0013 from './0013_card_payments.ts'
+import * as m0014 from './0014_external_account_verifications.ts'
+import * as m0015 from './0015_requests_for_information_and_job_wakes.ts'
 
 /** Numbered, forward-only migrations; append new ones, never edit an applied one. */
 const migrations: Record<string, Migration> = {
@@ -28,6 +30,8 @@ const migrations: Record<string, Migration> = {
   '0011_quotes_flows_and_transaction_model': m0011,
   '0012_external_accounts_and_withdrawals': m0012,
   '0013_card_payments': m0013,
+  '0014_external_account_verifications': m0014,
+  '0015_requests_for_information_and_job_wakes': m0015,
 }
 
 export const migrationProvider: MigrationProvider = {

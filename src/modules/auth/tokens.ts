@@ -1,4 +1,5 @@
 import { createPrivateKey, createPublicKey, randomUUID, type KeyObject } from 'node:crypto'
+import type { WidgetBinding } from '../../http/principal.ts'
 import { calculateJwkThumbprint, errors as joseErrors, exportJWK, jwtVerify, SignJWT, type JWK } from 'jose'
 
 const ALGORITHM = 'ES256'
@@ -6,14 +7,7 @@ const MAX_VERIFIED_TOKENS = 10_000
 /** RFC 9068 §2.1: access tokens carry this media type so they cannot be confused with other JWTs. */
 const TOKEN_TYPE = 'at+jwt'
 
-/** What a widget session's token is bound to (the widgets module issues them). */
-export interface WidgetBinding {
-  kind: 'payment' | 'travel-rule' | 'kyc'
-  flow: string
-  quoteId?: string
-  /** The host page's domain the session was opened for, when the client named one. */
-  domain?: string
-}
+export type { WidgetBinding }
 
 export interface AccessTokenClaims {
   clientId: string
@@ -132,7 +126,9 @@ export class TokenSigner {
 
 function isWidgetBinding(value: unknown): value is WidgetBinding {
   if (typeof value !== 'object' || value === null) return false
-  const { kind, flow, quoteId, domain } = value as Record<string, unknown>
+  const { kind, flow, quoteId, domain, requestForInformationId, processes } = value as Record<string, unknown>
+  const optionalString = (field: unknown) => field === undefined || typeof field === 'string'
   return (kind === 'payment' || kind === 'travel-rule' || kind === 'kyc') && typeof flow === 'string' &&
-    (quoteId === undefined || typeof quoteId === 'string') && (domain === undefined || typeof domain === 'string')
+    optionalString(quoteId) && optionalString(domain) && optionalString(requestForInformationId) &&
+    (processes === undefined || (Array.isArray(processes) && processes.every((process) => typeof process === 'string')))
 }

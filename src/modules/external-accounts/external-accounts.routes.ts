@@ -14,6 +14,7 @@ import {
   UpdateExternalAccountBody,
 } from './external-accounts.schemas.ts'
 import type { ExternalAccountsService } from './external-accounts.service.ts'
+import { verificationRoutes } from './verifications.routes.ts'
 
 const USERS = ['user:business', 'user:individual'] as const
 
@@ -122,5 +123,7 @@ export function externalAccountsRoutes(externalAccounts: ExternalAccountsService
         return reply.status(204).send(null)
       },
     )
+
+    await verificationRoutes(app, externalAccounts)
   }
 }

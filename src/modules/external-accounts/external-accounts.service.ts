@@ -6,13 +6,18 @@ import type { Principal } from '../../http/principal.ts'
 import { DomainError, notFound, operationNotAllowed, type ErrorBody } from '../../lib/errors.ts'
 import { isUuid, uuidv7 } from '../../lib/ids.ts'
 import { derivePurposeKey, Sealer } from '../../lib/sealing.ts'
+import { verifyMessageSignature } from '../../lib/signatures/index.ts'
 import { CardProcessorUnavailableError, type CardProcessor, type CardVerification } from '../../providers/cards/card-processor.ts'
 import type { RailCounterparty } from '../../providers/rails/payouts.ts'
 import { recordEvent } from '../events/index.ts'
 import { attachInitialMetadata } from '../metadata/index.ts'
+import type { AddressFamily, Chain } from '../reference/index.ts'
 import { checkAch, checkCard, checkFps, checkSepa, findBinRange, isCardExpired, type BinRange, type DetailProblem } from './details.ts'
 import * as repository from './external-accounts.repository.ts'
 import type { CreateExternalAccountBody, ExternalAccount, ExternalAccountType, UpdateExternalAccountBody } from './external-accounts.schemas.ts'
+import type { VerificationLevel } from './verification.machine.ts'
+import { AddressVerifications, type VerificationSummary } from './verifications.service.ts'
+import type { Verification } from './verifications.schemas.ts'
 
 export const EXTERNAL_ACCOUNT_EVENTS = {
   created: 'core.external-account.created',
@@ -31,6 +36,10 @@ export interface ExternalAccountNetworks {
   validateAddress(code: string, address: string, reference?: string): { isValid: true } | { isValid: false; error: { code: string; message: string } }
   /** The one spelling of an address on the network, so that the same address written otherwise compares equal. */
   canonicalAddress(code: string, address: string, reference?: string): string
+  /** How addresses of a crypto network are written (what signs for them); undefined for other networks. */
+  addressFamily(code: string): AddressFamily | undefined
+  /** The chain this deployment uses: test chains in sandbox, main chains in production. */
+  readonly deploymentChain: Chain
 }
 
 export interface ExternalAccountCapabilities {
@@ -122,6 +131,7 @@ export class ExternalAccountsService {
   private readonly settings: ExternalAccountsSettings
   private readonly cardSealer: Sealer
   private readonly fingerprintKey: Buffer
+  private readonly verifications: AddressVerifications
 
   constructor(deps: {
     db: Db
@@ -148,6 +158,7 @@ export class ExternalAccountsService {
     // Card numbers get a key of their own: a leak of another sealed secret's key never opens them.
     this.cardSealer = new Sealer(derivePurposeKey(deps.sealingKey, 'external-accounts/card-number'))
     this.fingerprintKey = derivePurposeKey(deps.sealingKey, 'external-accounts/fingerprint')
+    this.verifications = new AddressVerifications({ db: deps.db, networks: deps.networks, verifySignature: verifyMessageSignature })
   }
 
   async create(principal: Principal, body: CreateExternalAccountBody): Promise<{ externalAccount: ExternalAccount; errors?: { metadata: ErrorBody } }> {
@@ -204,12 +215,13 @@ export class ExternalAccountsService {
     const ownerId = actingUser(principal)
     const window = pageWindow(query)
     const [page, enabled] = await Promise.all([repository.listPage(this.db, principal.organizationId, ownerId, query.type, window), this.capabilities.enabledFor(principal)])
-    return { externalAccounts: page.items.map((row) => this.present(row, enabled)), window, anchor: page.anchor, hasNext: page.hasNext }
+    const verifications = await this.verifications.summaries(this.db, principal.organizationId, page.items)
+    return { externalAccounts: page.items.map((row) => this.present(row, enabled, verifications.get(row.id))), window, anchor: page.anchor, hasNext: page.hasNext }
   }
 
   async get(principal: Principal, externalAccountId: string): Promise<ExternalAccount> {
     const row = await this.findLive(principal, externalAccountId)
-    return this.present(row, await this.capabilities.enabledFor(principal))
+    return this.presentOne(this.db, row, await this.capabilities.enabledFor(principal))
   }
 
   async update(principal: Principal, externalAccountId: string, body: UpdateExternalAccountBody): Promise<ExternalAccount> {
@@ -217,7 +229,7 @@ export class ExternalAccountsService {
     if (body.label === undefined) return this.get(principal, externalAccountId)
     const row = isUuid(externalAccountId) ? await repository.updateLabel(this.db, principal.organizationId, ownerId, externalAccountId.toLowerCase(), body.label, new Date()) : undefined
     if (!row) throw notFound('external-account')
-    return this.present(row, await this.capabilities.enabledFor(principal))
+    return this.presentOne(this.db, row, await this.capabilities.enabledFor(principal))
   }
 
   /** Unlinks an external account: it disappears from the API; movements already under way still reach it. */
@@ -228,7 +240,7 @@ export class ExternalAccountsService {
     await this.db.transaction().execute(async (tx) => {
       const row = await repository.markDeleted(tx, principal.organizationId, ownerId, externalAccountId.toLowerCase(), new Date())
       if (!row) throw notFound('external-account')
-      await this.announce(tx, EXTERNAL_ACCOUNT_EVENTS.deleted, row, this.present(row, enabled))
+      await this.announce(tx, EXTERNAL_ACCOUNT_EVENTS.deleted, row, await this.presentOne(tx, row, enabled))
     })
   }
 
@@ -237,6 +249,43 @@ export class ExternalAccountsService {
     if (principal.userId === null || !isUuid(entityId)) return null
     const [row] = await repository.findLiveMany(this.db, principal.organizationId, principal.userId, [entityId.toLowerCase()])
     return row?.id ?? null
+  }
+
+  /**
+   * The verifications of a crypto external account of the acting user, one per level ever started (`declared`
+   * first). Only crypto addresses have verifications: any other external account is 404 `entity_not_found` (entity
+   * `external-account`), as an unknown one is.
+   */
+  async listVerifications(principal: Principal, externalAccountId: string): Promise<Verification[]> {
+    return this.verifications.list(await this.findCrypto(principal, externalAccountId))
+  }
+
+  /**
+   * Starts a verification level of a crypto external account of the acting user (`started: true`); a level
+   * started before is returned as it stands (`started: false`). For the routes and for other modules (the travel
+   * rule) alike.
+   */
+  async startVerification(principal: Principal, externalAccountId: string, level: VerificationLevel): Promise<{ verification: Verification; started: boolean }> {
+    return this.verifications.start(await this.findCrypto(principal, externalAccountId), level)
+  }
+
+  /**
+   * Answers a started level with its proof: a self-declaration, validated against the schema the verification
+   * serves, or a signature of its message, verified against the address. 404 `entity_not_found` (entity
+   * `external-account-verification`) when the level was not started; see `AddressVerifications.answer` for the
+   * refusals. A refused proof changes nothing.
+   */
+  async answerVerification(principal: Principal, externalAccountId: string, level: VerificationLevel, proof: unknown): Promise<Verification> {
+    return this.verifications.answer(await this.findCrypto(principal, externalAccountId), level, proof)
+  }
+
+  /**
+   * For the travel rule: which of `addresses` (as given) belong to a live crypto external account of the user on
+   * `network` with a completed verification of any level, comparing the network's canonical spellings. Runs in
+   * `executor`, so that it can be read inside the caller's transaction.
+   */
+  declaredAddresses(executor: Executor, organizationId: string, ownerId: string, network: string, addresses: readonly string[]): Promise<Set<string>> {
+    return this.verifications.declaredAddresses(executor, organizationId, ownerId, network, addresses)
   }
 
   /**
@@ -316,6 +365,13 @@ export class ExternalAccountsService {
     const ownerId = actingUser(principal)
     const [row] = isUuid(externalAccountId) ? await repository.findLiveMany(this.db, principal.organizationId, ownerId, [externalAccountId.toLowerCase()]) : []
     if (!row) throw notFound('external-account')
+    return row
+  }
+
+  /** A live crypto external account of the acting user: the only kind with verifications. */
+  private async findCrypto(principal: Principal, externalAccountId: string): Promise<ExternalAccountRow> {
+    const row = await this.findLive(principal, externalAccountId)
+    if (row.type !== 'crypto') throw notFound('external-account')
     return row
   }
 
@@ -475,8 +531,17 @@ export class ExternalAccountsService {
     return ['external-account', organizationId, id, 'number']
   }
 
-  /** The API's view: features from the rail, narrowed by the user's capabilities (and push-to-card support). */
-  private present(row: ExternalAccountRow, enabled: ReadonlySet<string>): ExternalAccount {
+  /** One external account as the API shows it, with its verifications. */
+  private async presentOne(db: Executor, row: ExternalAccountRow, enabled: ReadonlySet<string>): Promise<ExternalAccount> {
+    const verifications = await this.verifications.summaries(db, row.organization_id, [row])
+    return this.present(row, enabled, verifications.get(row.id))
+  }
+
+  /**
+   * The API's view: features from the rail, narrowed by the user's capabilities (and push-to-card support); a
+   * crypto address with the compact form of its verifications (none when not given: a new one has none).
+   */
+  private present(row: ExternalAccountRow, enabled: ReadonlySet<string>, verifications: VerificationSummary[] = []): ExternalAccount {
     const [rail] = this.rails.list({ type: [row.type], network: [row.network], asset: [row.asset], method: [row.method] })
     const allowed = FEATURE_CAPABILITIES[row.type](row.network)
     const details = row.details as Record<string, unknown>
@@ -497,7 +562,7 @@ export class ExternalAccountsService {
       network: row.network,
       features: features.toReversed(),
       details: details as ExternalAccount['details'],
-      ...(row.type === 'crypto' ? { verifications: [] } : {}),
+      ...(row.type === 'crypto' ? { verifications } : {}),
       createdAt: row.created_at.toISOString(),
       updatedAt: row.updated_at.toISOString(),
     }

@@ -50,7 +50,8 @@ export function filesRoutes(files: FilesService) {
             ...errorResponses(400, 401, 403, 404, 409, 413, 415, 422, 429),
           },
         },
-        config: { auth: { scopes: ['core.files:create'], subjects: ['user:business', 'user:individual'] }, idempotent: true },
+        // The hosted KYC widget uploads the user's documents (docs/kyc-widget.md).
+        config: { auth: { scopes: ['core.files:create'], subjects: ['user:business', 'user:individual'], widgetSessions: true }, idempotent: true },
       },
       async (request, reply) => reply.status(201).send(await files.create(principalOf(request), request.body)),
     )

@@ -5,3 +5,4 @@
 export { KYC_PROCESSES } from './kyc.machine.ts'
 export { kycRoutes } from './kyc.routes.ts'
 export { KycService } from './kyc.service.ts'
+export { KycIdentity, KycProfile, KycProofOfAddress } from './kyc.schemas.ts'

@@ -1,7 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { TSchema } from 'typebox'
+import { notForWidgetSessions } from '../../http/principal.ts'
 import { described, errorResponses } from '../../http/schemas.ts'
 import { principalOf, type App } from '../../http/types.ts'
+import { operationNotAllowed } from '../../lib/errors.ts'
 import {
   KycFormRequestHeaders,
   KycOverview,
@@ -43,6 +45,23 @@ function normalizeDetailed(query: Record<string, unknown>): void {
   delete query['detailed[]']
   if (values.length === 0) return
   query.detailed = values.flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '')
+}
+
+/** The processes the hosted KYC widget submits (docs/kyc-widget.md): a KYC widget session's token may update these. */
+const WIDGET_PROCESSES: readonly string[] = ['profile', 'identity', 'proof-of-address']
+
+/**
+ * A widget session's token updates only the processes of its own KYC session, and only as the hosted widget does:
+ * documents for the service to check, never a verification the client alone may attest (`output`).
+ */
+function checkWidgetSession(request: FastifyRequest, process: string): void {
+  const { widget, scopes } = principalOf(request)
+  if (!widget) return
+  if (widget.kind !== 'kyc' || !widget.processes?.includes(process)) throw notForWidgetSessions([`core.kyc.${process}:update`], scopes)
+  const body = request.body as { type?: unknown; output?: unknown } | undefined
+  if (process !== 'profile' && (body?.type !== 'document-submission' || body.output !== undefined)) {
+    throw operationNotAllowed('A KYC widget session submits documents for the service to check; it cannot attest a verification', ['permission-denied'])
+  }
 }
 
 const CONTENT_LANGUAGE = { 'content-language': { schema: { type: 'string' }, description: 'Language of the form texts.' } }
@@ -92,7 +111,8 @@ export function kycRoutes(kyc: KycService) {
               ...errorResponses(400, 401, 403, 404, 409, 413, 415, 429, 503),
             },
           },
-          config: { auth: { scopes: [`core.kyc.${process}:update`], subjects: SUBJECTS } },
+          config: { auth: { scopes: [`core.kyc.${process}:update`], subjects: SUBJECTS, ...(WIDGET_PROCESSES.includes(process) ? { widgetSessions: true } : {}) } },
+          ...(WIDGET_PROCESSES.includes(process) ? { preHandler: async (request: FastifyRequest) => checkWidgetSession(request, process) } : {}),
         },
         handler as never,
       )

@@ -37,9 +37,11 @@ export const SYSTEM_ACCOUNT_KINDS = {
   clearing: { mayGoNegative: true },
   liquidity: { mayGoNegative: true },
   fees: { mayGoNegative: false },
+  // Money that arrived but belongs to nobody yet: a deposit held for information, or one refused (to be returned).
+  suspense: { mayGoNegative: false },
 } as const
 
-export type SystemAccount = { kind: 'clearing'; network: string; asset: string } | { kind: 'liquidity' | 'fees'; asset: string }
+export type SystemAccount = { kind: 'clearing'; network: string; asset: string } | { kind: 'liquidity' | 'fees' | 'suspense'; asset: string }
 
 export function systemCodeOf(account: SystemAccount): string {
   return account.kind === 'clearing' ? `clearing:${account.network}` : account.kind

@@ -84,5 +84,13 @@ export const TransactionRulesFile = Type.Object({
   /** What sending on a chain costs, in the chain's own asset, by network: charged to crypto withdrawals. */
   networkFees: Type.Optional(Type.Record(Type.String(), Type.Object({ asset: Type.String({ minLength: 1 }), amount: Decimal('The fee, in that asset.') }))),
   limits: Type.Object({ default: LimitSchema, assets: Type.Record(Type.String(), LimitSchema) }),
+  /** The travel rule (docs/travel-rule.md): thresholds in US dollars, by default and per asset. */
+  travelRule: Type.Optional(
+    Type.Object({
+      default: Type.Object({ thresholdUsd: Decimal('At or above this value the other party must be described.') }),
+      assets: Type.Record(Type.String(), Type.Object({ thresholdUsd: Decimal('The asset\'s own threshold.') })),
+      selfDeclarationMaximumUsd: Decimal('Below this value a self-declaration proves the user\'s own wallet; at or above it a signed message is needed.'),
+    }),
+  ),
 })
 export type TransactionRulesFile = Static<typeof TransactionRulesFile>

@@ -6,6 +6,7 @@ import { isUuid, uuidv7 } from '../../lib/ids.ts'
 import { formatAmount } from '../ledger/index.ts'
 import type { UsdQuote } from '../../providers/prices/price-feed.ts'
 import { displayRate, inverseRate, price, PricingError, roundTarget, withSpread, type FeeRule } from './pricing.ts'
+import { DEFAULT_TRAVEL_RULE, needsTravelRule } from '../travel-rule/index.ts'
 import * as repository from './quotes.repository.ts'
 import type { CreateQuoteBody, Quote, TransactionRulesFile } from './quotes.schemas.ts'
 
@@ -102,6 +103,11 @@ export interface QuoteSettings {
 
 export const MIN_QUOTE_TTL_MS = 1_000
 
+/** Whether a withdrawal's destination is declared by the user (a verified crypto external account of theirs). */
+export interface QuoteTravelRule {
+  declared(principal: Principal, destination: { network: string; address?: string; externalAccountId?: string }): Promise<boolean>
+}
+
 /** Cross rates keep 40 places before they are rounded for display: a satoshi-sized price stays exact enough. */
 const Decimal = BigNumber.clone({ DECIMAL_PLACES: 40, ROUNDING_MODE: BigNumber.ROUND_HALF_EVEN })
 
@@ -149,8 +155,11 @@ export class QuotesService {
   private readonly externalAccounts: QuoteExternalAccounts
   private readonly networks: QuoteNetworks
   private readonly executes: ReadonlySet<string>
+  private readonly travelRule: QuoteTravelRule
 
   constructor(deps: {
+    /** The travel rule: whether a crypto withdrawal's destination is declared (below the threshold it does not matter). */
+    travelRule: QuoteTravelRule
     db: Db
     accounts: QuoteAccounts
     externalAccounts: QuoteExternalAccounts
@@ -170,6 +179,7 @@ export class QuotesService {
     this.externalAccounts = deps.externalAccounts
     this.networks = deps.networks
     this.executes = deps.executes
+    this.travelRule = deps.travelRule
     this.assets = deps.assets
     this.capabilities = deps.capabilities
     this.prices = deps.prices
@@ -213,7 +223,7 @@ export class QuotesService {
     const rate = exchange ? withSpread(mid(origin.asset, destination.asset), this.settings.spread) : '1'
     const fees = this.feeRules(kind, exchange, kind === 'deposit' ? origin : destination, usd, origin.asset, originDecimals)
     // A card payment is authorized by the cardholder with their issuer (3-D Secure) when it is executed.
-    const requirements = kind === 'deposit' && origin.external === 'card' ? ['authorize:3ds'] : []
+    const requirements: string[] = kind === 'deposit' && origin.external === 'card' ? ['authorize:3ds'] : []
     let pricing
     try {
       pricing = price({ target: denomination.target, amount: targetAmount, rate, originDecimals, destinationDecimals, fees })
@@ -222,6 +232,7 @@ export class QuotesService {
       throw error
     }
     this.checkLimits(origin.asset, pricing.originAmount, usd, denomination.asset)
+    if (kind === 'withdrawal' && destination.external === 'crypto' && (await this.needsTravelRule(principal, origin.asset, pricing.originAmount, usd, destination))) requirements.push('travel-rule')
     if (origin.account && new BigNumber(origin.account.available).isLessThan(pricing.originAmount)) {
       throw new DomainError('insufficient_balance', 'The origin does not have enough balance to perform the transaction', { details: { context: 'body', property: 'origin' } })
     }
@@ -454,6 +465,23 @@ export class QuotesService {
   private networkFeeAssets(network: string): string[] {
     const fee = this.settings.rules.networkFees?.[network]
     return fee ? [fee.asset] : []
+  }
+
+  /**
+   * The travel rule (docs/travel-rule.md): a crypto withdrawal whose origin amount is worth, at the mid, at least the
+   * threshold of the asset that leaves, to a destination the user has not declared, must describe its beneficiary.
+   */
+  private async needsTravelRule(principal: Principal, originAsset: string, originAmount: string, usd: Map<string, UsdQuote>, destination: End): Promise<boolean> {
+    const rules = this.settings.rules.travelRule ?? DEFAULT_TRAVEL_RULE
+    const valueUsd = new BigNumber(originAmount).times(usd.get(originAsset)!.mid).toFixed()
+    const asset = destination.asset
+    if (!needsTravelRule(rules, { asset, valueUsd, counterpartyDeclared: false })) return false
+    const node = destination.node as { type: string; id?: string; address?: string }
+    const declared = await this.travelRule.declared(principal, {
+      network: destination.network!,
+      ...(node.type === 'external-account' ? { externalAccountId: node.id! } : { address: node.address! }),
+    })
+    return !declared
   }
 
   /** The origin amount, valued in US dollars at the mid, within the limits of its asset; limits are reported in the denomination asset. */

@@ -29,6 +29,15 @@ export interface DepositInput {
   reference: string
 }
 
+/** What a deposit's flow starts with: the network and asset (which clearing account pays), what arrived, for whom, from whom. */
+export interface DepositStart {
+  network: string
+  asset: string
+  amount: string
+  ownerId: string
+  sender?: string
+}
+
 /** The asset of an account of the user, read in the caller's transaction; the accounts module answers. */
 export interface AccountAssets {
   find(executor: Executor, organizationId: string, ownerId: string, accountId: string): Promise<{ asset: string } | undefined>
@@ -49,9 +58,9 @@ export class DepositsService {
   private readonly accounts: AccountAssets
   private readonly assets: LedgerAssets
   private readonly networks: NetworkKinds
-  private readonly flow: MovementFlow<{ network: string; asset: string }>
+  private readonly flow: MovementFlow<DepositStart>
 
-  constructor(deps: { db: Db; accounts: AccountAssets; assets: LedgerAssets; networks: NetworkKinds; flow: MovementFlow<{ network: string; asset: string }> }) {
+  constructor(deps: { db: Db; accounts: AccountAssets; assets: LedgerAssets; networks: NetworkKinds; flow: MovementFlow<DepositStart> }) {
     this.db = deps.db
     this.accounts = deps.accounts
     this.assets = deps.assets
@@ -115,7 +124,8 @@ export class DepositsService {
         return { transactionId: existing.id }
       }
       await announceTransactions(tx, TRANSACTION_EVENTS.created, [inserted])
-      await this.flow.start(tx, { organizationId: input.organizationId, id: inserted.id, data: { network: input.network, asset: input.asset } })
+      const sender = source.type === 'crypto-address' ? source.address : undefined
+      await this.flow.start(tx, { organizationId: input.organizationId, id: inserted.id, data: { network: input.network, asset: input.asset, amount, ownerId: input.userId, ...(sender !== undefined ? { sender } : {}) } })
       return { transactionId: inserted.id }
     }
     return executor.isTransaction ? work(executor as Tx) : executor.transaction().execute(work)

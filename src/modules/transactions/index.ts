@@ -4,5 +4,5 @@
  */
 export { DepositsService } from './deposits.service.ts'
 export { transactionsRoutes } from './transactions.routes.ts'
-export { Denomination, Endpoint, Fees, type TransactionNode, type TransactionStatusReason } from './transactions.schemas.ts'
+export { Denomination, Endpoint, Fees, TransactionParams, type TransactionNode, type TransactionStatusReason } from './transactions.schemas.ts'
 export { TransactionsService, type QuotedMovement } from './transactions.service.ts'

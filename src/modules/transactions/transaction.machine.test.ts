@@ -10,7 +10,7 @@ const ALLOWED: Record<TransactionKind, string[]> = {
   deposit: ['processing settle completed', 'processing fail failed', 'processing hold on-hold', 'on-hold release processing', 'on-hold fail failed'],
   trade: ['processing settle completed', 'processing fail failed'],
   transfer: ['processing settle completed', 'processing fail failed'],
-  withdrawal: ['processing settle completed', 'processing fail failed'],
+  withdrawal: ['processing settle completed', 'processing fail failed', 'processing hold on-hold', 'on-hold release processing', 'on-hold fail failed'],
 }
 
 describe('transaction state machine', () => {

@@ -11,8 +11,8 @@
  *        ▼                                                         │ fail
  *      failed ◀────────────────────────────────────────────────────┘
  * ```
- * Deposits may be put on hold (a review, a request for information) and released; trades and transfers
- * between a user's own accounts, and withdrawals, settle or fail.
+ * Deposits and withdrawals may be put on hold (a request for information of the travel rule) and released; trades
+ * and transfers between a user's own accounts settle or fail.
  */
 
 export const TRANSACTION_KINDS = ['deposit', 'trade', 'transfer', 'withdrawal'] as const
@@ -45,7 +45,7 @@ const MACHINES: Record<TransactionKind, Table> = {
   deposit: WITH_HOLDS,
   trade: SETTLE_OR_FAIL,
   transfer: SETTLE_OR_FAIL,
-  withdrawal: SETTLE_OR_FAIL,
+  withdrawal: WITH_HOLDS,
 }
 
 export function isTransactionKind(value: string): value is TransactionKind {

@@ -79,14 +79,14 @@ export function findMany(db: Executor, organizationId: string, ids: readonly str
 }
 
 /** Locks the transactions that are still in `status`, in id order; those that moved on (or do not exist) are left out. */
-export function lockInStatus(db: Executor, organizationId: string, ids: readonly string[], status: TransactionRow['status']): Promise<TransactionRow[]> {
+export function lockInStatus(db: Executor, organizationId: string, ids: readonly string[], statuses: readonly TransactionRow['status'][]): Promise<TransactionRow[]> {
   if (ids.length === 0) return Promise.resolve([])
   return db
     .selectFrom('transactions')
     .selectAll()
     .where('organization_id', '=', organizationId)
     .where('id', 'in', ids)
-    .where('status', '=', status)
+    .where('status', 'in', statuses)
     .orderBy('id')
     .forUpdate()
     .execute()

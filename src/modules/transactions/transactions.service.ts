@@ -73,6 +73,8 @@ export interface QuotedMovement {
   network: string | null
   /** Where a payer who authenticates with their bank (3-D Secure) is sent back to, when the movement needs it. */
   returnUrl?: string
+  /** The movement's other party must be declared (the travel rule): the quote a withdrawal form may have answered. */
+  travelRule?: { quoteId?: string }
 }
 
 /** How a kind of movement is carried out once recorded: its money flow (src/flows), started in the same transaction. */
@@ -93,6 +95,8 @@ interface Execution {
 
 /** A quote that must be authorized by the payer with 3-D Secure (a card deposit) is carried out by a flow of its own. */
 const AUTHORIZE_3DS = 'authorize:3ds'
+/** A quote whose other party must be declared (the travel rule): its flow asks for the information, if not given yet. */
+const TRAVEL_RULE = 'travel-rule'
 
 /** The route of a quote among the flows: its kind, or `deposit:card` for a deposit the cardholder authorizes. */
 export function executionRoute(quote: Pick<UsedQuote, 'kind' | 'requirements'>): string {
@@ -226,6 +230,8 @@ export class TransactionsService {
         quoted_at: quote.created_at,
         created_at: at,
       })
+      // Created first, so that a status the inline steps give it (on hold for information) follows in the outbox.
+      await announceTransactions(tx, TRANSACTION_EVENTS.created, [row])
       try {
         const data = {
           originAccountId: quote.origin_account_id,
@@ -234,6 +240,7 @@ export class TransactionsService {
           destinationAsset: quote.destination_asset,
           network: row.network,
           ...(returnUrl !== undefined ? { returnUrl } : {}),
+          ...((quote.requirements as string[]).includes(TRAVEL_RULE) ? { travelRule: { quoteId: quote.id } } : {}),
         }
         await execution.flow.start(tx, {
           organizationId: principal.organizationId,
@@ -253,8 +260,9 @@ export class TransactionsService {
       const metadataError = body.metadata !== undefined
         ? await attachInitialMetadata(tx, { organizationId: principal.organizationId, entityType: 'transactions', entityId: row.id }, body.metadata, at)
         : null
-      await announceTransactions(tx, TRANSACTION_EVENTS.created, [row])
-      const response = { transaction: presentTransaction(row), ...(metadataError ? { errors: { metadata: metadataError.toBody() } } : {}) }
+      // As the inline steps left it.
+      const [current] = execution.inline > 1 ? await repository.findMany(tx, principal.organizationId, [row.id]) : [row]
+      const response = { transaction: presentTransaction(current!), ...(metadataError ? { errors: { metadata: metadataError.toBody() } } : {}) }
       await idempotency?.complete(tx, 201, response)
       return response
     })
@@ -301,7 +309,25 @@ export class TransactionsService {
 
   /** For flows: locks the transactions still `processing`, in id order (the others moved on and are left out). */
   lockProcessing(tx: Tx, organizationId: string, ids: readonly string[]): Promise<TransactionRow[]> {
-    return repository.lockInStatus(tx, organizationId, ids, 'processing')
+    return repository.lockInStatus(tx, organizationId, ids, ['processing'])
+  }
+
+  /** For flows: locks the transactions not final yet (`processing` or `on-hold`), in id order. */
+  lockLive(tx: Tx, organizationId: string, ids: readonly string[]): Promise<TransactionRow[]> {
+    return repository.lockInStatus(tx, organizationId, ids, ['processing', 'on-hold'])
+  }
+
+  /** For flows: locks the transactions `on-hold`, in id order. */
+  lockHeld(tx: Tx, organizationId: string, ids: readonly string[]): Promise<TransactionRow[]> {
+    return repository.lockInStatus(tx, organizationId, ids, ['on-hold'])
+  }
+
+  /** The acting user's transaction (a widget session's: only its own), or 404 `entity_not_found` (entity `transaction`). */
+  async owned(principal: Principal, transactionId: string): Promise<TransactionRow> {
+    const ownerId = actingUser(principal)
+    const row = isUuid(transactionId) ? await repository.findOwned(this.db, principal.organizationId, ownerId, transactionId.toLowerCase()) : undefined
+    if (!row) throw notFound('transaction')
+    return row
   }
 
   /**
@@ -317,7 +343,9 @@ export class TransactionsService {
       if (!isTransactionKind(type)) throw new Error(`Transaction kind ${type} has no state machine`)
       const to = nextStatus(type, status, event)
       if (to === null) throw new Error(`A ${type} cannot ${event} from ${status}`)
-      const changed = await repository.transition(tx, organizationId, group.map((row) => row.id), status, { status: to, reason: to === 'failed' ? (reason ?? 'unspecified-error') : null, at })
+      // A failure and a hold say why; a release or a settlement clears the reason.
+      const why = to === 'failed' ? (reason ?? 'unspecified-error') : to === 'on-hold' ? reason : null
+      const changed = await repository.transition(tx, organizationId, group.map((row) => row.id), status, { status: to, reason: why, at })
       if (changed.length !== group.length) throw new Error(`Transactions changed status under their lock (${group.length - changed.length} of ${group.length})`)
       moved.push(...changed)
     }

@@ -5,3 +5,7 @@
 export { widgetsRoutes } from './widgets.routes.ts'
 export { WidgetsService } from './widgets.service.ts'
 export { pagesRoutes } from './pages.routes.ts'
+export { kycWidgetSessionsRoutes } from './kyc-sessions.routes.ts'
+export { KycWidgetSessionsService } from './kyc-sessions.service.ts'
+export { travelRuleWidgetSessionsRoutes } from './travel-rule-sessions.routes.ts'
+export { TravelRuleWidgetSessionsService } from './travel-rule-sessions.service.ts'

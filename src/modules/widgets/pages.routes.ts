@@ -8,6 +8,11 @@ export interface PagesSettings {
   allowedOrigins: '*' | readonly string[]
   /** Sandbox: the example merchant page is served, and the card issuer's 3-D Secure pages are Tessera's own. */
   sandbox: boolean
+  /**
+   * Where the travel-rule widget reaches the travel-rule node (a session's `nodeUrl`), when it is not Tessera itself:
+   * its origin is added to that page's `connect-src`. The sandbox node is Tessera's own (`PUBLIC_URL/sandbox/…`).
+   */
+  travelRuleNodeUrl?: string | null
 }
 
 function html(input: { title: string; script: string; style?: string; apiBase: string }): string {
@@ -84,6 +89,16 @@ export function pagesRoutes(settings: PagesSettings) {
     const returnPage = html({ title: 'Returning to the payment', script: 'payment-widget-return.js', style: 'payment-widget.css', apiBase: settings.publicUrl })
     // Framed by the widget (the issuer's page sends the cardholder here, inside it): its ancestors are the widget's.
     app.get('/hosted/payment-widget/3ds-return', { schema: { hide: true } }, async (_request, reply) => sendHtml(reply, 200, returnPage, policy(api, nestedAncestors, "'none'")))
+
+    // The KYC widget frames nothing; it is framed like the payment widget.
+    const kycWidgetPage = html({ title: 'Identity verification', script: 'kyc-widget.js', style: 'kyc-widget.css', apiBase: settings.publicUrl })
+    app.get('/hosted/kyc-widget/', { schema: { hide: true } }, async (_request, reply) => sendHtml(reply, 200, kycWidgetPage, policy(api, ancestors, "'none'")))
+
+    // The travel-rule widget frames nothing; it also talks to the travel-rule node, which may live elsewhere.
+    const nodeOrigin = settings.travelRuleNodeUrl ? new URL(settings.travelRuleNodeUrl).origin : api
+    const travelRuleApi = nodeOrigin === api ? api : `${api} ${nodeOrigin}`
+    const travelRulePage = html({ title: 'Travel rule', script: 'travel-rule-widget.js', style: 'travel-rule-widget.css', apiBase: settings.publicUrl })
+    app.get('/hosted/travel-rule-widget/', { schema: { hide: true } }, async (_request, reply) => sendHtml(reply, 200, travelRulePage, policy(travelRuleApi, ancestors, "'none'")))
 
     if (settings.sandbox) {
       const examplePage = html({ title: 'Tessera payment widget example', script: 'example-payment-widget.js', style: 'example-payment-widget.css', apiBase: settings.publicUrl })

@@ -11,7 +11,7 @@ export function widgetsRoutes(widgets: WidgetsService) {
       '/widgets/payment/sessions',
       {
         schema: {
-          operationId: 'widgets.create-payment-session',
+          operationId: 'widgets.create-payment-widget-session',
           summary: 'Create payment widget session',
           description:
             'Opens a payment widget session for the acting user: `authorize` (execute a card deposit quote, with the card ' +
@@ -37,7 +37,7 @@ export function widgetsRoutes(widgets: WidgetsService) {
       '/widgets/payment/sessions/current',
       {
         schema: {
-          operationId: 'widgets.get-current-payment-session',
+          operationId: 'widgets.get-current-payment-widget-session',
           summary: 'Get the current payment widget session',
           description:
             'For the hosted payment widget page: the session its token was issued for (flow, quote, expiry) and how the ' +
