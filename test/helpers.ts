@@ -54,11 +54,32 @@ async function createSchema(url: string): Promise<string> {
   return schema
 }
 
-async function dropSchema(url: string, schema: string): Promise<void> {
+/**
+ * Suites migrate and drop their schemas side by side on one server. Kysely's migrator reads the catalogue of every
+ * schema before it takes its own lock, and that read fails when another suite drops its schema at that moment
+ * ("schema … does not exist"): migrations hold this lock shared, a drop holds it alone.
+ */
+const SCHEMA_LOCK = 7_311_905_223
+
+async function withSchemaLock<T>(url: string, mode: 'shared' | 'exclusive', work: () => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
-  await client.query(`drop schema if exists ${schema} cascade`)
-  await client.end()
+  const suffix = mode === 'shared' ? '_shared' : ''
+  try {
+    await client.query(`select pg_advisory_lock${suffix}(${SCHEMA_LOCK})`)
+    return await work()
+  } finally {
+    await client.end()
+  }
+}
+
+async function dropSchema(url: string, schema: string): Promise<void> {
+  await withSchemaLock(url, 'exclusive', async () => {
+    const client = new pg.Client({ connectionString: url })
+    await client.connect()
+    await client.query(`drop schema if exists ${schema} cascade`)
+    await client.end()
+  })
 }
 
 /** Opens a fresh database on the engine: an in-memory PGlite, or a new schema on the test PostgreSQL server. */
@@ -71,7 +92,7 @@ export async function openTestDatabase(engine: Engine, config: Config): Promise<
   assert.ok(TEST_DATABASE_URL, 'TEST_DATABASE_URL is required for the postgres engine')
   const schema = await createSchema(TEST_DATABASE_URL)
   const database = await openDatabase({ ...config, databaseUrl: TEST_DATABASE_URL, databasePoolSize: 4, searchPath: schema })
-  await migrateToLatest(database)
+  await withSchemaLock(TEST_DATABASE_URL, 'shared', () => migrateToLatest(database))
   return { database, cleanup: () => dropSchema(TEST_DATABASE_URL, schema) }
 }
 

@@ -172,7 +172,7 @@ for (const engine of ENGINES) {
       assert.equal((await pending(userId, id)).status, 'pending')
     })
 
-    test('the user\'s own wallet, proved with a message signed by the address\'s key (BIP-322, EIP-191): the request is ok and the deposit settles', async () => {
+    test('the user\'s own wallet, proved with a message signed by the address\'s key (BIP-322, taproot): the request is ok and the deposit settles', async () => {
       const { userId, btc } = await btcHolder()
       const own = testKeys.primary.addresses.bitcoin.test.p2tr
       const id = await deposit(userId, btc, '0.1', own)
