@@ -218,12 +218,7 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
     travelRule: {
       async declared(principal, destination) {
         if (principal.userId === null) return false
-        let address = destination.address
-        if (destination.externalAccountId !== undefined) {
-          const found = await externalAccounts.counterparties(principal.organizationId, [{ id: destination.externalAccountId, network: destination.network }])
-          const counterparty = found.get(`${destination.externalAccountId}|${destination.network}`)
-          address = counterparty?.kind === 'crypto' ? counterparty.address : undefined
-        }
+        const address = destination.externalAccountId !== undefined ? await externalAccounts.cryptoAddress(principal.organizationId, destination.externalAccountId) : destination.address
         return address !== undefined && declaredAddress(principal.organizationId, principal.userId, destination.network, [address])
       },
     },
@@ -380,10 +375,7 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
       priceUsd: async (asset) => (await rates.usdQuote(asset))?.mid ?? null,
       async destinationAddress(principal, node) {
         if (node.type === 'crypto-address') return String(node.address)
-        if (node.type !== 'external-account') return undefined
-        const key = `${String(node.id)}|${String(node.network)}`
-        const counterparty = (await externalAccounts.counterparties(principal.organizationId, [{ id: String(node.id), network: String(node.network) }])).get(key)
-        return counterparty?.kind === 'crypto' ? counterparty.address : undefined
+        return node.type === 'external-account' ? externalAccounts.cryptoAddress(principal.organizationId, String(node.id)) : undefined
       },
       async customer(principal) {
         const user = await users.getMe(principal)

@@ -1,9 +1,8 @@
 import type { Db, RequestForInformationRow, TransactionRow } from '../db/schema.ts'
 import { DomainError } from '../lib/errors.ts'
 import type { LedgerService } from '../modules/ledger/index.ts'
-import type { TransactionsService } from '../modules/transactions/index.ts'
+import type { DepositStart, TransactionsService } from '../modules/transactions/index.ts'
 import { needsTravelRule, type RequestContext, type RequestsForInformationService } from '../modules/travel-rule/index.ts'
-import type { CounterpartyDirectory } from './rail.flows.ts'
 import { FlowFailure, FlowWait, type Flow, type FlowStep } from './runner.ts'
 
 /**
@@ -36,15 +35,11 @@ export interface WithTravelRule {
   travelRule?: TravelRuleState
 }
 
-/** What a deposit's flow starts with, so that screening a deposit below the threshold reads nothing. */
-export interface ScreenedDeposit extends WithTravelRule {
-  network: string
-  asset: string
-  amount?: string
-  ownerId?: string
-  /** The sending address, when the network reported one. */
-  sender?: string
-}
+/**
+ * What a deposit's flow starts with, so that screening a deposit below the threshold reads nothing (flows started
+ * before deposits carried their figures have only the network and the asset).
+ */
+export type ScreenedDeposit = Pick<DepositStart, 'network' | 'asset'> & Partial<DepositStart> & WithTravelRule
 
 /** What the deposit screening needs to know. */
 export interface TravelRuleScreening {
@@ -62,7 +57,8 @@ export interface TravelRuleStepDeps {
   transactions: TransactionsService
   ledger: LedgerService
   screening: TravelRuleScreening
-  directory: CounterpartyDirectory
+  /** The address of a crypto external account (a withdrawal's destination): the external accounts module answers. */
+  directory: { cryptoAddress(organizationId: string, id: string): Promise<string | undefined> }
 }
 
 export const PENDING_INFORMATION = 'pending-requests-for-information' as const
@@ -86,12 +82,7 @@ export function screenStep<D extends WithTravelRule>(direction: 'deposit' | 'wit
       const transaction = await row()
       if (!transaction) return undefined
       const destination = transaction.destination as Record<string, unknown>
-      let address = typeof destination.address === 'string' ? destination.address : undefined
-      if (destination.type === 'external-account') {
-        const key = `${String(destination.id)}|${transaction.network!}`
-        const counterparty = (await directory.counterparties(flow.organizationId, [{ id: String(destination.id), network: transaction.network! }])).get(key)
-        address = counterparty?.kind === 'crypto' ? counterparty.address : undefined
-      }
+      const address = destination.type === 'external-account' ? await directory.cryptoAddress(flow.organizationId, String(destination.id)) : typeof destination.address === 'string' ? destination.address : undefined
       return { direction, party: 'beneficiary', network: transaction.network!, asset: transaction.destination_asset, amount: transaction.destination_amount, addresses: address ? [address] : [] }
     }
     const deposit = flow.data as unknown as ScreenedDeposit

@@ -123,7 +123,7 @@ export function runForm(context: FormContext): void {
         'li',
         { 'data-address': each },
         h('code', { class: 'tw-address' }, each),
-        h('span', { id: `vasp-${index}`, class: 'tw-vasp', 'data-vasp': 'pending', 'aria-live': 'polite' }, addresses.length > LOOKUPS && index >= LOOKUPS ? '' : 'Looking it up…'),
+        h('span', { id: `vasp-${index}`, class: 'tw-vasp', 'data-vasp': 'pending', 'aria-live': 'polite' }, index >= LOOKUPS ? '' : 'Looking it up…'),
       ),
     )
   }

@@ -78,23 +78,19 @@ function isString(value: unknown, maxLength: number): value is string {
   return typeof value === 'string' && value.length <= maxLength
 }
 
+/** Bitcoin and Litecoin sign alike; only the message format's name differs. */
+const utxoSchemes = (coin: 'Bitcoin' | 'Litecoin') => ({
+  schemes: ['bip-137', 'bip-322'] as SignatureScheme[],
+  encoding:
+    `base64: BIP-137 (65 bytes, the "${coin} Signed Message" format) for P2PKH, P2SH-P2WPKH and P2WPKH; BIP-322 ` +
+    '"simple" (witness stack, optionally prefixed "smp") for P2WPKH, P2SH-P2WPKH and P2TR, or "full" (the to_sign ' +
+    'transaction, prefixed "ful") for those and P2PKH',
+  needsPublicKey: false,
+})
+
 const SCHEMES: Record<AddressFamily, { schemes: SignatureScheme[]; encoding: string; needsPublicKey: boolean }> = {
-  bitcoin: {
-    schemes: ['bip-137', 'bip-322'],
-    encoding:
-      'base64: BIP-137 (65 bytes, the "Bitcoin Signed Message" format) for P2PKH, P2SH-P2WPKH and P2WPKH; BIP-322 ' +
-      '"simple" (witness stack, optionally prefixed "smp") for P2WPKH, P2SH-P2WPKH and P2TR, or "full" (the to_sign ' +
-      'transaction, prefixed "ful") for those and P2PKH',
-    needsPublicKey: false,
-  },
-  litecoin: {
-    schemes: ['bip-137', 'bip-322'],
-    encoding:
-      'base64: BIP-137 (65 bytes, the "Litecoin Signed Message" format) for P2PKH, P2SH-P2WPKH and P2WPKH; BIP-322 ' +
-      '"simple" (witness stack, optionally prefixed "smp") for P2WPKH, P2SH-P2WPKH and P2TR, or "full" (the to_sign ' +
-      'transaction, prefixed "ful") for those and P2PKH',
-    needsPublicKey: false,
-  },
+  bitcoin: utxoSchemes('Bitcoin'),
+  litecoin: utxoSchemes('Litecoin'),
   ethereum: {
     schemes: ['eip-191'],
     encoding: '0x-prefixed hex of 65 bytes r ‖ s ‖ v (v 27/28 or 0/1), as personal_sign returns it',

@@ -7,8 +7,6 @@ const MAX_VERIFIED_TOKENS = 10_000
 /** RFC 9068 §2.1: access tokens carry this media type so they cannot be confused with other JWTs. */
 const TOKEN_TYPE = 'at+jwt'
 
-export type { WidgetBinding }
-
 export interface AccessTokenClaims {
   clientId: string
   organizationId: string

@@ -332,6 +332,12 @@ export class ExternalAccountsService {
    * over the network asked, read together. A card number is opened here, for the call, and never returned by
    * the API.
    */
+  /** The address of a crypto external account of the organization (its travel-rule counterparty); undefined for any other. */
+  async cryptoAddress(organizationId: string, id: string): Promise<string | undefined> {
+    const [row] = await repository.findAnyMany(this.db, organizationId, [id])
+    return row?.type === 'crypto' ? (row.details as { address?: string }).address : undefined
+  }
+
   async counterparties(organizationId: string, targets: readonly { id: string; network: string }[]): Promise<Map<string, RailCounterparty>> {
     const rows = new Map((await repository.findAnyMany(this.db, organizationId, [...new Set(targets.map((target) => target.id))])).map((row) => [row.id, row]))
     return new Map(

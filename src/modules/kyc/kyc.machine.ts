@@ -7,6 +7,9 @@ export const KYC_STATUSES = ['ok', 'failed', 'running', 'pending', 'exempt'] as 
 export type KycStatus = (typeof KYC_STATUSES)[number]
 
 /** Process codes, in the order the overview lists them, with the key each has in the overview. */
+/** The processes the hosted KYC widget submits (docs/kyc-widget.md), in the order it walks them. */
+export const KYC_WIDGET_PROCESSES = ['profile', 'identity', 'proof-of-address'] as const
+
 export const KYC_PROCESSES = {
   profile: 'profile',
   address: 'address',

@@ -4,6 +4,7 @@ import { notForWidgetSessions } from '../../http/principal.ts'
 import { described, errorResponses } from '../../http/schemas.ts'
 import { principalOf, type App } from '../../http/types.ts'
 import { operationNotAllowed } from '../../lib/errors.ts'
+import { KYC_WIDGET_PROCESSES } from './kyc.machine.ts'
 import {
   KycFormRequestHeaders,
   KycOverview,
@@ -47,8 +48,8 @@ function normalizeDetailed(query: Record<string, unknown>): void {
   query.detailed = values.flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '')
 }
 
-/** The processes the hosted KYC widget submits (docs/kyc-widget.md): a KYC widget session's token may update these. */
-const WIDGET_PROCESSES: readonly string[] = ['profile', 'identity', 'proof-of-address']
+/** The processes the hosted KYC widget submits: a KYC widget session's token may update these. */
+const WIDGET_PROCESSES: readonly string[] = KYC_WIDGET_PROCESSES
 
 /**
  * A widget session's token updates only the processes of its own KYC session, and only as the hosted widget does:
@@ -95,8 +96,9 @@ export function kycRoutes(kyc: KycService) {
       body: B,
       handler: (request: FastifyRequest<{ Body: unknown }>, reply: FastifyReply) => Promise<unknown>,
       form = false,
-    ) =>
-      app.patch(
+    ) => {
+      const widget = WIDGET_PROCESSES.includes(process)
+      return app.patch(
         `/core/kyc/processes/${process}`,
         {
           schema: {
@@ -111,11 +113,12 @@ export function kycRoutes(kyc: KycService) {
               ...errorResponses(400, 401, 403, 404, 409, 413, 415, 429, 503),
             },
           },
-          config: { auth: { scopes: [`core.kyc.${process}:update`], subjects: SUBJECTS, ...(WIDGET_PROCESSES.includes(process) ? { widgetSessions: true } : {}) } },
-          ...(WIDGET_PROCESSES.includes(process) ? { preHandler: async (request: FastifyRequest) => checkWidgetSession(request, process) } : {}),
+          config: { auth: { scopes: [`core.kyc.${process}:update`], subjects: SUBJECTS, ...(widget ? { widgetSessions: true } : {}) } },
+          ...(widget ? { preHandler: async (request: FastifyRequest) => checkWidgetSession(request, process) } : {}),
         },
         handler as never,
       )
+    }
 
     patch('profile', 'Update profile', 'Changes what the user declares about themselves; the address country cannot change.', UpdateProfileBody, async (request) =>
       kyc.updateProfile(principalOf(request), request.body as UpdateProfileBody),

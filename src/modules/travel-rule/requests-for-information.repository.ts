@@ -34,17 +34,6 @@ export async function insert(db: Executor, input: NewRequestForInformation): Pro
     .executeTakeFirstOrThrow()
 }
 
-export function listForTransaction(db: Executor, organizationId: string, transactionId: string): Promise<RequestForInformationRow[]> {
-  return db
-    .selectFrom('requests_for_information')
-    .selectAll()
-    .where('organization_id', '=', organizationId)
-    .where('transaction_id', '=', transactionId)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute()
-}
-
 export function listForTransactions(db: Executor, organizationId: string, transactionIds: readonly string[]): Promise<RequestForInformationRow[]> {
   if (transactionIds.length === 0) return Promise.resolve([])
   return db

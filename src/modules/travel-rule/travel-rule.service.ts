@@ -119,7 +119,7 @@ export class RequestsForInformationService {
 
   async list(principal: Principal, transactionId: string): Promise<RequestForInformation[]> {
     const transaction = await this.transactions.owned(principal, transactionId)
-    return (await repository.listForTransaction(this.db, principal.organizationId, transaction.id)).map(presentRequest)
+    return (await repository.listForTransactions(this.db, principal.organizationId, [transaction.id])).map(presentRequest)
   }
 
   async get(principal: Principal, transactionId: string, id: string): Promise<RequestForInformation> {
@@ -153,7 +153,7 @@ export class RequestsForInformationService {
       row = found && found.owner_id === principal.userId ? found : undefined
     } else {
       const transaction = await this.transactions.owned(principal, by.transactionId ?? '')
-      const rows = await repository.listForTransaction(this.db, principal.organizationId, transaction.id)
+      const rows = await repository.listForTransactions(this.db, principal.organizationId, [transaction.id])
       row = rows.find((candidate) => candidate.status === 'pending') ?? rows[rows.length - 1]
     }
     if (!row) throw notFound('request-for-information', { context: 'body', property: by.requestForInformationId !== undefined ? 'data.requestForInformationId' : 'data.transactionId' })

@@ -3,7 +3,9 @@ import { component, Timestamp } from '../../http/schemas.ts'
 import { KycIdentity, KycProfile, KycProofOfAddress } from '../kyc/index.ts'
 
 /** The processes the hosted KYC widget walks a user through, in the order it walks them. */
-export const KYC_WIDGET_PROCESSES = ['profile', 'identity', 'proof-of-address'] as const
+import { KYC_WIDGET_PROCESSES } from '../kyc/index.ts'
+
+export { KYC_WIDGET_PROCESSES }
 export type KycWidgetProcess = (typeof KYC_WIDGET_PROCESSES)[number]
 
 const Process = Type.Enum([...KYC_WIDGET_PROCESSES])

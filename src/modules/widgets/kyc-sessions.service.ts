@@ -1,7 +1,8 @@
 import type { Principal } from '../../http/principal.ts'
 import { notFound, operationNotAllowed } from '../../lib/errors.ts'
 import type { FilesService } from '../files/index.ts'
-import type { KycService } from '../kyc/index.ts'
+import { KYC_PROCESSES, type KycService } from '../kyc/index.ts'
+import type { SessionSigner } from './widgets.service.ts'
 import { KYC_WIDGET_PROCESSES, type CreateKycWidgetSessionBody, type KycWidgetProcess } from './kyc-sessions.schemas.ts'
 
 /** What the hosted page calls for each process (`core.kyc:read` too, for the session's own view of them). */
@@ -12,9 +13,6 @@ const PROCESS_SCOPES: Record<KycWidgetProcess, readonly string[]> = {
   'proof-of-address': ['core.files:create', 'core.kyc.proof-of-address:update'],
 }
 const READ_SCOPE = 'core.kyc:read'
-
-/** The key of each process in the KYC overview. */
-const OVERVIEW_KEYS = { profile: 'profile', identity: 'identity', 'proof-of-address': 'proofOfAddress' } as const
 
 /** The files each document process takes from the widget: what `PATCH /core/kyc/processes/{process}` accepts. */
 const DOCUMENTS = {
@@ -28,17 +26,6 @@ const DOCUMENTS = {
   },
   'proof-of-address': { category: 'document', media: [{ context: 'address-proof', required: true }] },
 } as const
-
-export interface KycSessionSigner {
-  sign(input: {
-    clientId: string
-    organizationId: string
-    scopes: string[]
-    ttlSeconds: number
-    userId: string
-    widget: { kind: 'kyc'; flow: 'verify'; processes: string[] }
-  }): Promise<string>
-}
 
 export interface KycWidgetSettings {
   publicUrl: string
@@ -72,12 +59,12 @@ function partnerVerified(view: ProcessView): boolean {
  * the session; the widget in the user's browser then submits the processes with the session's token alone.
  */
 export class KycWidgetSessionsService {
-  private readonly signer: KycSessionSigner
+  private readonly signer: SessionSigner
   private readonly kyc: Pick<KycService, 'overview'>
   private readonly files: Pick<FilesService, 'listSettings'>
   private readonly settings: KycWidgetSettings
 
-  constructor(deps: { signer: KycSessionSigner; kyc: Pick<KycService, 'overview'>; files: Pick<FilesService, 'listSettings'>; settings: KycWidgetSettings }) {
+  constructor(deps: { signer: SessionSigner; kyc: Pick<KycService, 'overview'>; files: Pick<FilesService, 'listSettings'>; settings: KycWidgetSettings }) {
     this.signer = deps.signer
     this.kyc = deps.kyc
     this.files = deps.files
@@ -92,7 +79,7 @@ export class KycWidgetSessionsService {
   private async views(principal: Principal): Promise<Record<KycWidgetProcess, ProcessView>> {
     const { body } = await this.kyc.overview(principal, [], undefined)
     const processes = body.processes as unknown as Record<string, ProcessView>
-    return Object.fromEntries(KYC_WIDGET_PROCESSES.map((process) => [process, processes[OVERVIEW_KEYS[process]]!])) as Record<KycWidgetProcess, ProcessView>
+    return Object.fromEntries(KYC_WIDGET_PROCESSES.map((process) => [process, processes[KYC_PROCESSES[process]]!])) as Record<KycWidgetProcess, ProcessView>
   }
 
   async createSession(principal: Principal, body: CreateKycWidgetSessionBody): Promise<{ flow: 'verify'; data: { processes: KycWidgetProcess[] }; url: string; token: string }> {

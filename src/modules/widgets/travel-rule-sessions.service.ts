@@ -4,21 +4,11 @@ import { notFound, operationNotAllowed } from '../../lib/errors.ts'
 import type { TravelRuleNode } from '../../providers/travel-rule/travel-rule-node.ts'
 import type { Quote } from '../quotes/index.ts'
 import { presentRequest, type RequestContext, type RequestsForInformationService } from '../travel-rule/index.ts'
+import type { SessionSigner } from './widgets.service.ts'
 import type { CreateTravelRuleWidgetSessionBody, TravelRuleWidgetFlow } from './travel-rule-sessions.schemas.ts'
 
 /** What the hosted page calls: its session, and the answer to its request. */
 const SESSION_SCOPES = ['core.transactions.requests-for-information:read', 'core.transactions.requests-for-information:update']
-
-export interface TravelRuleSessionSigner {
-  sign(input: {
-    clientId: string
-    organizationId: string
-    scopes: string[]
-    ttlSeconds: number
-    userId: string
-    widget: { kind: 'travel-rule'; flow: string; requestForInformationId: string; quoteId?: string; domain?: string }
-  }): Promise<string>
-}
 
 export interface TravelRuleWidgetPorts {
   quotes: {
@@ -53,13 +43,13 @@ export function messageToSign(row: RequestForInformationRow): string {
  * party's description and the user's proofs (served by Tessera, talking to the travel-rule node at `nodeUrl`).
  */
 export class TravelRuleWidgetSessionsService {
-  private readonly signer: TravelRuleSessionSigner
+  private readonly signer: SessionSigner
   private readonly requests: RequestsForInformationService
   private readonly node: TravelRuleNode | null
   private readonly ports: TravelRuleWidgetPorts
   private readonly settings: TravelRuleWidgetSettings
 
-  constructor(deps: { signer: TravelRuleSessionSigner; requests: RequestsForInformationService; node: TravelRuleNode | null; ports: TravelRuleWidgetPorts; settings: TravelRuleWidgetSettings }) {
+  constructor(deps: { signer: SessionSigner; requests: RequestsForInformationService; node: TravelRuleNode | null; ports: TravelRuleWidgetPorts; settings: TravelRuleWidgetSettings }) {
     this.signer = deps.signer
     this.requests = deps.requests
     this.node = deps.node

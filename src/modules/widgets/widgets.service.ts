@@ -1,4 +1,4 @@
-import type { Principal } from '../../http/principal.ts'
+import type { Principal, WidgetBinding } from '../../http/principal.ts'
 import { notFound, operationNotAllowed } from '../../lib/errors.ts'
 import type { Quote } from '../quotes/index.ts'
 import type { CreatePaymentWidgetSessionBody, PaymentWidgetFlow } from './widgets.schemas.ts'
@@ -14,8 +14,9 @@ const PAYMENT_SCOPES: Record<PaymentWidgetFlow, readonly string[]> = {
 const WALLET_REQUIREMENTS = ['authorize:apple-pay', 'authorize:google-pay']
 const WALLET_METHODS = ['apple-pay', 'google-pay']
 
+/** Signs a widget session's token (the auth module's token signer): one user, one widget binding, narrowed scopes. */
 export interface SessionSigner {
-  sign(input: { clientId: string; organizationId: string; scopes: string[]; ttlSeconds: number; userId: string; widget: { kind: 'payment'; flow: string; quoteId?: string; domain?: string } }): Promise<string>
+  sign(input: { clientId: string; organizationId: string; scopes: string[]; ttlSeconds: number; userId: string; widget: WidgetBinding }): Promise<string>
 }
 
 export interface WidgetQuotes {
