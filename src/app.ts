@@ -28,6 +28,7 @@ import { metadataRoutes } from './modules/metadata/index.ts'
 import { quotesRoutes } from './modules/quotes/index.ts'
 import { assetsRoutes, countriesRoutes, networksRoutes, railsRoutes, ratesRoutes } from './modules/reference/index.ts'
 import { termsOfServiceRoutes } from './modules/terms-of-service/index.ts'
+import { portfolioRoutes, sandboxHistoryRoutes, statementsRoutes } from './modules/portfolio/index.ts'
 import { transactionsRoutes } from './modules/transactions/index.ts'
 import { travelRuleRoutes } from './modules/travel-rule/index.ts'
 import { usersRoutes } from './modules/users/index.ts'
@@ -202,6 +203,8 @@ async function registerApi(app: App, container: Container): Promise<void> {
   await app.register(quotesRoutes(services.quotes))
   await app.register(transactionsRoutes(services.transactions, config.publicUrl, database.db))
   await app.register(travelRuleRoutes(services.requestsForInformation))
+  await app.register(portfolioRoutes(services.portfolio))
+  await app.register(statementsRoutes(services.statements, config.publicUrl))
   await app.register(depositMethodsRoutes(services.depositMethods))
   await app.register(externalAccountsRoutes(services.externalAccounts, config.publicUrl))
   await app.register(widgetsRoutes(services.widgets))
@@ -214,6 +217,7 @@ async function registerApi(app: App, container: Container): Promise<void> {
   if (services.travelRuleNode) await app.register(sandboxTravelRuleNodeRoutes(services.travelRuleNode))
   // Simulated deposits exist in sandbox only: in production their routes are not registered (404).
   if (services.depositTestHelpers) await app.register(depositTestHelpersRoutes(services.depositTestHelpers))
+  if (services.portfolioHistory) await app.register(sandboxHistoryRoutes(services.portfolioHistory))
 
   // Added last so that it runs once: plugins registered after a root onClose hook inherit it.
   app.addHook('onClose', async () => {

@@ -21,6 +21,7 @@ import { FilesService, FilesSettingsFile } from './modules/files/index.ts'
 import { KycConnectorService } from './modules/kyc-connector/index.ts'
 import { KYC_PROCESSES, KycService } from './modules/kyc/index.ts'
 import { LedgerService } from './modules/ledger/index.ts'
+import { PortfolioService, SandboxHistory, StatementsService } from './modules/portfolio/index.ts'
 import { MetadataService } from './modules/metadata/index.ts'
 import { MIN_QUOTE_TTL_MS, QuotesService, TransactionRulesFile } from './modules/quotes/index.ts'
 import {
@@ -90,6 +91,8 @@ export interface Services {
   deposits: DepositsService
   transactions: TransactionsService
   requestsForInformation: RequestsForInformationService
+  portfolio: PortfolioService
+  statements: StatementsService
   /** Sandbox only (null in production): the simulated travel-rule network. */
   travelRuleNode: SandboxTravelRuleNode | null
   quotes: QuotesService
@@ -98,6 +101,8 @@ export interface Services {
   externalAccounts: ExternalAccountsService
   /** Sandbox only (null in production): simulated deposits, sent through the sandbox rails. */
   depositTestHelpers: DepositTestHelpersService | null
+  /** Sandbox only (null in production): months of generated activity for a user (POST /core/portfolio/test-helpers/history). */
+  portfolioHistory: SandboxHistory | null
   widgets: WidgetsService
   kycWidgetSessions: KycWidgetSessionsService
   travelRuleWidgetSessions: TravelRuleWidgetSessionsService
@@ -249,6 +254,25 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
     canonicalAddress: (network, address, reference) => networks.canonicalAddress(network, address, reference),
     afterCreate: pokeWorker,
   })
+  const portfolio = new PortfolioService({
+    db: database.db,
+    ledger,
+    rates,
+    assets: { decimalsOf: (code) => assetCatalogue.find(code)?.decimals, isFiat: (code) => assetCatalogue.find(code)?.type === 'fiat' },
+    accounts: {
+      owners: (executor, organizationId, ids) => accounts.owners(executor, organizationId, ids),
+      open: (principal, ids) => accounts.getMany(principal, ids),
+      owned: async (principal, id) => (principal.userId === null ? undefined : accounts.find(database.db, principal.organizationId, principal.userId, id)),
+    },
+    transactions: { terms: (executor, organizationId, ids) => transactions.terms(executor, organizationId, ids) },
+  })
+  const statements = new StatementsService({
+    portfolio,
+    rates,
+    transactions: { completedBetween: (principal, from, to, window) => transactions.completedBetween(principal, from, to, window) },
+    users: { createdAt: async (principal) => new Date((await users.getMe(principal)).createdAt) },
+    assets: { decimalsOf: (code) => assetCatalogue.find(code)?.decimals },
+  })
   const flows = new FlowRunner({ db: database.db, jobs })
   // The flows that wait for requests for information, by transaction type.
   const wakers = new Map<string, { wake(organizationId: string, ids: readonly string[], executor?: Executor): Promise<number> }>()
@@ -359,6 +383,23 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
     chainRail.onTransfer((transfer) => incoming.chainTransfer(transfer))
     depositTestHelpers = new DepositTestHelpersService({ rails, networks, users, bankRail, chainRail })
   }
+  const portfolioHistory = config.environment === 'sandbox'
+    ? new SandboxHistory({
+      db: database.db,
+      ledger,
+      transactions,
+      users,
+      accounts,
+      prices: { usdQuote: (asset, at) => rates.usdQuote(asset, at) },
+      assets: { decimalsOf },
+      rules: {
+        spread: config.quoteSpread,
+        tradeFees: transactionRules.fees.trade,
+        cryptoWithdrawalFees: transactionRules.fees.withdrawal?.crypto ?? [],
+        networkFees: transactionRules.networkFees ?? {},
+      },
+    })
+    : null
 
   const kycWidgetSessions = new KycWidgetSessionsService({
     signer,
@@ -428,12 +469,15 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
       deposits,
       transactions,
       requestsForInformation,
+      portfolio,
+      statements,
       travelRuleNode,
       quotes,
       flows,
       depositMethods,
       externalAccounts,
       depositTestHelpers,
+      portfolioHistory,
       sandboxCardProcessor: cardProcessor,
       widgets,
       kycWidgetSessions,

@@ -352,6 +352,67 @@ const accountRoute = (route: Omit<RouteCase, 'subjects' | 'url'> & { url: string
   const target = { ...rest, subjects: ['user:business', 'user:individual'] as Subject[], url: '' }
   return Object.defineProperty(target, 'url', { get: typeof url === 'string' ? () => url : url, enumerable: true })
 }
+/** The portfolio's operations: every user may read holdings and balance history; performance is for individuals. */
+const BOTH: Subject[] = ['user:business', 'user:individual']
+const INDIVIDUAL: Subject[] = ['user:individual']
+const lastMonth = () => {
+  const now = new Date()
+  const month = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 1))
+  return `period=one-month&year=${month.getUTCFullYear()}&month=${month.getUTCMonth() + 1}`
+}
+/** Two months of sandbox history: last month can be stated. */
+async function prepareHistory(ctx: TestContext, token: string, userId: string): Promise<void> {
+  const response = await ctx.request({ method: 'POST', url: '/core/portfolio/test-helpers/history', headers: bearer(token, userId), payload: { months: 2, seed: 1 } })
+  assert.equal(response.status, 201, response.body)
+}
+const portfolioRoute = (route: Omit<RouteCase, 'url'> & { url: string | (() => string) }): RouteCase => {
+  const { url, ...rest } = route
+  return Object.defineProperty({ ...rest, url: '' }, 'url', { get: typeof url === 'string' ? () => url : url, enumerable: true })
+}
+const READ_PORTFOLIO = 'core.portfolio:read'
+ROUTES.push(
+  portfolioRoute({ operationId: 'core.get-portfolio-overview', method: 'GET', url: '/core/portfolio', scope: READ_PORTFOLIO, subjects: BOTH, success: 200 }),
+  portfolioRoute({ operationId: 'core.get-portfolio-performance', method: 'GET', url: '/core/portfolio/performance', scope: READ_PORTFOLIO, subjects: INDIVIDUAL, success: 200 }),
+  portfolioRoute({ operationId: 'core.get-portfolio-historical-balance', method: 'GET', url: '/core/portfolio/historical-balance', scope: READ_PORTFOLIO, subjects: BOTH, success: 200 }),
+  portfolioRoute({ operationId: 'core.get-portfolio-asset-performance', method: 'GET', url: '/core/portfolio/assets/BTC/performance', scope: READ_PORTFOLIO, subjects: INDIVIDUAL, success: 200 }),
+  portfolioRoute({
+    operationId: 'core.get-portfolio-many-assets-performance',
+    method: 'POST',
+    url: '/core/portfolio/assets/_mget/performance',
+    scope: READ_PORTFOLIO,
+    subjects: INDIVIDUAL,
+    success: 200,
+    body: () => ({ codes: ['BTC', 'ETH'] }),
+    invalidBody: { body: { codes: [] }, property: 'codes', rule: 'minItems' },
+  }),
+  portfolioRoute({ operationId: 'core.get-portfolio-asset-historical-balance', method: 'GET', url: '/core/portfolio/assets/BTC/historical-balance', scope: READ_PORTFOLIO, subjects: BOTH, success: 200 }),
+  portfolioRoute({ operationId: 'core.get-portfolio-account-performance', method: 'GET', url: () => `/core/portfolio/accounts/${preparedAccountId}/performance`, scope: READ_PORTFOLIO, subjects: INDIVIDUAL, success: 200, prepare: prepareAccount }),
+  portfolioRoute({
+    operationId: 'core.get-portfolio-many-accounts-performance',
+    method: 'POST',
+    url: '/core/portfolio/accounts/_mget/performance',
+    scope: READ_PORTFOLIO,
+    subjects: INDIVIDUAL,
+    success: 200,
+    prepare: prepareAccount,
+    body: () => ({ ids: [preparedAccountId] }),
+    invalidBody: { body: { ids: ['not-a-uuid'] }, property: 'ids[0]', rule: 'format' },
+  }),
+  portfolioRoute({ operationId: 'core.get-portfolio-account-historical-balance', method: 'GET', url: () => `/core/portfolio/accounts/${preparedAccountId}/historical-balance`, scope: READ_PORTFOLIO, subjects: BOTH, success: 200, prepare: prepareAccount }),
+  portfolioRoute({ operationId: 'core.get-portfolio-statement', method: 'GET', url: () => `/core/statements/portfolio?${lastMonth()}`, scope: 'core.statements:read', subjects: BOTH, success: 200, prepare: prepareHistory }),
+  portfolioRoute({ operationId: 'core.get-transactions-statement', method: 'GET', url: () => `/core/statements/transactions?${lastMonth()}`, scope: 'core.statements:read', subjects: BOTH, success: 200, prepare: prepareHistory }),
+  portfolioRoute({
+    operationId: 'core.generate-portfolio-history',
+    method: 'POST',
+    url: '/core/portfolio/test-helpers/history',
+    scope: 'core.accounts:use-test-helpers',
+    subjects: BOTH,
+    success: 201,
+    body: () => ({ months: 1, seed: 1 }),
+    invalidBody: { body: { months: 0 }, property: 'months', rule: 'minimum' },
+  }),
+)
+
 ROUTES.push(
   accountRoute({ operationId: 'core.list-accounts', method: 'GET', url: '/core/accounts', scope: 'core.accounts:read', success: 200 }),
   accountRoute({

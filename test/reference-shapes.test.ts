@@ -285,5 +285,63 @@ for (const engine of ENGINES) {
       assertError(again, 409, 'operation_not_allowed')
       reference.response('update-transaction-request-for-information-conflict-response', again)
     })
+
+    test('portfolio: overview, performance (single, _mget, overall), historical balances and their errors', async () => {
+      const reference = referenceValidator()
+      const ctx = suite.ctx
+      const userId = await verifiedUser(ctx, suite.token)
+      const usd = await openAccount(ctx, suite.token, userId, 'USD')
+      const btc = await openAccount(ctx, suite.token, userId, 'BTC')
+      await fund(ctx, userId, usd, 'USD', '5000')
+      const quote = await quoted(ctx, suite.token, userId, { origin: { type: 'account', id: usd }, destination: { type: 'account', id: btc }, denomination: { asset: 'USD', amount: '1000', target: 'origin' } })
+      assert.equal((await commit(ctx, suite.token, userId, quote.id)).status, 201)
+      await ctx.services.worker.drain()
+      const call = async (method: 'GET' | 'POST', url: string, payload?: Record<string, unknown>) => {
+        const response = await ctx.request({ method, url, headers: bearer(suite.token, userId), ...(payload === undefined ? {} : { payload }) })
+        return response
+      }
+      const ok = async (name: string, method: 'GET' | 'POST', url: string, payload?: Record<string, unknown>) => {
+        const response = await call(method, url, payload)
+        assert.equal(response.status, 200, response.body)
+        reference.response(name, response)
+      }
+      await ok('get-portfolio-overview-response', 'GET', '/core/portfolio?includeBase=true')
+      await ok('get-portfolio-performance-response', 'GET', '/core/portfolio/performance')
+      await ok('get-portfolio-account-performance-response', 'GET', `/core/portfolio/accounts/${btc}/performance?interval=all-time`)
+      await ok('get-portfolio-asset-performance-response', 'GET', '/core/portfolio/assets/BTC/performance?denomination=EUR')
+      await ok('get-portfolio-many-accounts-performance-response', 'POST', '/core/portfolio/accounts/_mget/performance', { ids: [btc, usd] })
+      await ok('get-portfolio-many-assets-performance-response', 'POST', '/core/portfolio/assets/_mget/performance?interval=one-hour', { codes: ['BTC', 'USD'] })
+      await ok('get-portfolio-historical-balance-response', 'GET', '/core/portfolio/historical-balance?interval=one-week')
+      await ok('get-portfolio-asset-historical-balance-response', 'GET', '/core/portfolio/assets/BTC/historical-balance?includeBase=true')
+      await ok('get-portfolio-account-historical-balance-response', 'GET', `/core/portfolio/accounts/${btc}/historical-balance?interval=one-year&includeBase=true`)
+      // Statements of a past month, over generated history.
+      const historian = await verifiedUser(ctx, suite.token)
+      const generated = await ctx.request({ method: 'POST', url: '/core/portfolio/test-helpers/history', headers: bearer(suite.token, historian), payload: { months: 2, seed: 3 } })
+      assert.equal(generated.status, 201, generated.body)
+      const previous = new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth() - 1, 1))
+      const period = `period=one-month&year=${previous.getUTCFullYear()}&month=${previous.getUTCMonth() + 1}`
+      for (const [name, url] of [['get-portfolio-statement-response', `/core/statements/portfolio?${period}&denomination=EUR`], ['get-transactions-statement-response', `/core/statements/transactions?${period}`]] as const) {
+        const response = await ctx.request({ method: 'GET', url, headers: bearer(suite.token, historian) })
+        assert.equal(response.status, 200, response.body)
+        reference.response(name, response)
+      }
+      for (const [name, url] of [
+        ['get-portfolio-overview-not-found-response', '/core/portfolio?denomination=NOPE'],
+        ['get-portfolio-account-performance-not-found-response', `/core/portfolio/accounts/${randomUuid()}/performance`],
+        ['get-portfolio-asset-historical-balance-not-found-response', '/core/portfolio/assets/NOPE/historical-balance'],
+        ['get-portfolio-performance-conflict-response', '/core/portfolio/performance?denomination=BUSD'],
+        ['get-portfolio-statement-conflict-response', `/core/statements/portfolio?period=one-month&year=${new Date().getUTCFullYear()}&month=${new Date().getUTCMonth() + 1}`],
+        ['get-transactions-statement-conflict-response', `/core/statements/transactions?period=one-month&year=${new Date().getUTCFullYear()}&month=${new Date().getUTCMonth() + 1}`],
+      ] as const) {
+        const response = await call('GET', url)
+        assert.ok(response.status === 404 || response.status === 409, response.body)
+        reference.response(name, response)
+      }
+    })
   })
+}
+
+function randomUuid(): string {
+  const hex = randomBytes(16).toString('hex')
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${hex.slice(20, 32)}`
 }

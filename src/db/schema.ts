@@ -482,6 +482,35 @@ export interface RequestsForInformationTable {
   updated_at: Timestamp
 }
 
+/** A user account's position: its balances and what was paid for what it holds (src/modules/portfolio). numerics as strings. */
+export interface PortfolioPositionsTable {
+  organization_id: string
+  account_id: string
+  owner_id: string
+  asset: string
+  total: string
+  available: string
+  /** The cost basis of what the account holds, in US dollars. */
+  invested_usd: string
+  /** The product of what each disposal left of the position since the epoch began. */
+  retained: string
+  /** Counts the times the position was emptied (or its `retained` became negligible). */
+  epoch: number
+  updated_at: Timestamp
+}
+
+/** A position as it stood at the end of a minute it changed in. */
+export interface PortfolioHistoryTable {
+  organization_id: string
+  account_id: string
+  minute_at: Timestamp
+  total: string
+  available: string
+  invested_usd: string
+  retained: string
+  epoch: number
+}
+
 export interface Database {
   organizations: OrganizationsTable
   clients: ClientsTable
@@ -512,6 +541,8 @@ export interface Database {
   sandbox_rail_orders: SandboxRailOrdersTable
   sandbox_card_payments: SandboxCardPaymentsTable
   requests_for_information: RequestsForInformationTable
+  portfolio_positions: PortfolioPositionsTable
+  portfolio_history: PortfolioHistoryTable
 }
 
 export type Db = Kysely<Database>
@@ -543,3 +574,5 @@ export type ExternalAccountVerificationRow = Selectable<ExternalAccountVerificat
 export type SandboxRailOrderRow = Selectable<SandboxRailOrdersTable>
 export type SandboxCardPaymentRow = Selectable<SandboxCardPaymentsTable>
 export type RequestForInformationRow = Selectable<RequestsForInformationTable>
+export type PortfolioPositionRow = Selectable<PortfolioPositionsTable>
+export type PortfolioHistoryRow = Selectable<PortfolioHistoryTable>

@@ -14,6 +14,7 @@ import * as m0012 from './0012_external_accounts_and_withdrawals.ts'
 import * as m0013 from './0013_card_payments.ts'
 import * as m0014 from './0014_external_account_verifications.ts'
 import * as m0015 from './0015_requests_for_information_and_job_wakes.ts'
+import * as m0016 from './0016_portfolio.ts'
 
 /** Numbered, forward-only migrations; append new ones, never edit an applied one. */
 const migrations: Record<string, Migration> = {
@@ -32,6 +33,7 @@ const migrations: Record<string, Migration> = {
   '0013_card_payments': m0013,
   '0014_external_account_verifications': m0014,
   '0015_requests_for_information_and_job_wakes': m0015,
+  '0016_portfolio': m0016,
 }
 
 export const migrationProvider: MigrationProvider = {

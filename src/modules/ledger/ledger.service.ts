@@ -58,8 +58,21 @@ export interface AccountBalance {
   updatedAt: Date
 }
 
-/** Called inside the transaction of every movement with the users' accounts whose balance it changed. */
-export type BalanceListener = (tx: Tx, changed: readonly AccountBalance[]) => Promise<void>
+/** One posting's changes to the totals of users' accounts (system accounts left out), as written. */
+export interface Movement {
+  /** The ledger transaction. */
+  transactionId: string
+  type: string
+  data: Record<string, unknown>
+  changes: readonly { accountId: string; asset: string; amount: string }[]
+}
+
+/**
+ * Called inside the transaction of every movement with the users' accounts whose balance it changed (their final
+ * balances) and, in posting order, the postings that changed their totals (a hold placed or released changes only
+ * an available balance and has none).
+ */
+export type BalanceListener = (tx: Tx, changed: readonly AccountBalance[], movements: readonly Movement[], at: Date) => Promise<void>
 
 export interface PostingInput {
   organizationId: string
@@ -119,6 +132,16 @@ export interface CaptureInput {
 /** Optionally, the caller's own open transaction: the movement then commits or rolls back with the caller's work. */
 export interface InTransaction {
   tx?: Tx
+}
+
+/**
+ * Options of a posting. `at` dates it (its entries, its balances and what the balance listeners record) at an
+ * earlier moment than now: for history imported as it happened (the sandbox's generated history). The caller keeps
+ * the ledger chronological: nothing of the accounts it touches may have been posted after `at`. Ids keep the order
+ * of creation (uuidv7 never goes back within a process), so they may carry a later time than `at`.
+ */
+export interface PostingOptions extends InTransaction {
+  at?: Date
 }
 
 function toHold(row: LedgerHoldRow, replayed: boolean): Hold {
@@ -250,7 +273,7 @@ export class LedgerService {
   }
 
   /** Posts a balanced movement between accounts. */
-  async post(request: PostingInput, options: InTransaction = {}): Promise<Posting> {
+  async post(request: PostingInput, options: PostingOptions = {}): Promise<Posting> {
     const [posting] = await this.postAll([request], options)
     return posting!
   }
@@ -263,17 +286,17 @@ export class LedgerService {
    * called once, with each changed account's final balance. All or nothing: when one is refused, this throws and
    * nothing may be committed.
    */
-  async postAll(requests: readonly PostingInput[], options: InTransaction = {}): Promise<Posting[]> {
+  async postAll(requests: readonly PostingInput[], options: PostingOptions = {}): Promise<Posting[]> {
     if (requests.length === 0) return []
     const organizationId = requests[0]!.organizationId
     if (requests.some((request) => request.organizationId !== organizationId)) throw new Error('postAll takes the postings of one organization')
     const inputs = requests.map(checkedPosting)
     return this.within(options.tx, async (tx) => {
-      const at = new Date()
+      const at = options.at ?? new Date()
       const postings = inputs.map((input) => ({ ...input, id: uuidv7(at.getTime()), holdId: null, at }))
       const replays = await this.claim(tx, organizationId, postings)
       const fresh = postings.filter((posting) => !replays.has(posting.id))
-      await this.postLegs(tx, organizationId, fresh.map((posting) => ({ transactionId: posting.id, legs: posting.legs, extra: new Map() })), at)
+      await this.postLegs(tx, organizationId, fresh.map((posting) => ({ transactionId: posting.id, type: posting.type, data: posting.data, legs: posting.legs, extra: new Map() })), at)
       return postings.map((posting) => replays.get(posting.id) ?? { transactionId: posting.id, replayed: false })
     })
   }
@@ -348,7 +371,7 @@ export class LedgerService {
       const decimals = this.decimalsOf(hold.asset)
       const captured = input.credits.reduce((sum, credit) => sum.plus(parseAmount(credit.amount, decimals)), new BigNumber(0))
       const heldDelta = captureDelta(new BigNumber(hold.amount), captured)
-      await this.postLegs(tx, input.organizationId, [{ transactionId, legs: input.credits, extra: new Map([[hold.account_id, { delta: heldDelta, entry: captured.negated() }]]) }], at)
+      await this.postLegs(tx, input.organizationId, [{ transactionId, type: input.type, data: input.data, legs: input.credits, extra: new Map([[hold.account_id, { delta: heldDelta, entry: captured.negated() }]]) }], at)
       return { transactionId, replayed: false }
     })
   }
@@ -380,9 +403,9 @@ export class LedgerService {
       const hold = byHold.get(capture.holdId)!
       const decimals = this.decimalsOf(hold.asset)
       const total = capture.credits.reduce((sum, credit) => sum.plus(parseAmount(credit.amount, decimals)), new BigNumber(0))
-      return { transactionId: capture.id, legs: capture.credits, extra: new Map([[hold.account_id, { delta: captureDelta(new BigNumber(hold.amount), total), entry: total.negated() }]]) }
+      return { transactionId: capture.id, type: capture.type, data: capture.data, legs: capture.credits, extra: new Map([[hold.account_id, { delta: captureDelta(new BigNumber(hold.amount), total), entry: total.negated() }]]) }
     })
-    await this.postLegs(tx, organizationId, [...batch, ...posted.map((posting) => ({ transactionId: posting.id, legs: posting.legs, extra: new Map() }))], at)
+    await this.postLegs(tx, organizationId, [...batch, ...posted.map((posting) => ({ transactionId: posting.id, type: posting.type, data: posting.data, legs: posting.legs, extra: new Map() }))], at)
   }
 
   /**
@@ -457,13 +480,20 @@ export class LedgerService {
   private async postLegs(
     tx: Tx,
     organizationId: string,
-    postings: readonly { transactionId: string; legs: readonly { accountId: string; amount: string }[]; extra: Map<string, { delta: BalanceDelta; entry: BigNumber }> }[],
+    postings: readonly {
+      transactionId: string
+      type: string
+      data: Record<string, unknown> | undefined
+      legs: readonly { accountId: string; amount: string }[]
+      extra: Map<string, { delta: BalanceDelta; entry: BigNumber }>
+    }[],
     at: Date,
   ): Promise<void> {
     if (postings.length === 0) return
     const rows = await this.lock(tx, organizationId, postings.flatMap((posting) => [...posting.legs.map((leg) => leg.accountId), ...posting.extra.keys()]))
     const steps: Map<string, BalanceDelta>[] = []
     const entries: repository.NewEntry[] = []
+    const movements: Movement[] = []
     for (const posting of postings) {
       const legs: Leg[] = posting.legs.map((leg) => {
         const account = rows.get(leg.accountId)!
@@ -478,14 +508,17 @@ export class LedgerService {
       checkBalanced(legs)
       steps.push(deltas)
       for (const leg of legs) entries.push({ id: uuidv7(at.getTime()), transactionId: posting.transactionId, accountId: leg.accountId, asset: leg.asset, amount: leg.amount.toFixed() })
+      const changes = legs.filter((leg) => rows.get(leg.accountId)!.system_code === null && !leg.amount.isZero())
+        .map((leg) => ({ accountId: leg.accountId, asset: leg.asset, amount: leg.amount.toFixed() }))
+      if (changes.length > 0) movements.push({ transactionId: posting.transactionId, type: posting.type, data: posting.data ?? {}, changes })
     }
-    await this.apply(tx, organizationId, rows, steps, at)
+    await this.apply(tx, organizationId, rows, steps, at, movements)
     await repository.insertEntries(tx, organizationId, entries, at)
   }
 
   private async move(tx: Tx, organizationId: string, deltas: Map<string, BalanceDelta>, at: Date): Promise<void> {
     const rows = await this.lock(tx, organizationId, [...deltas.keys()])
-    await this.apply(tx, organizationId, rows, [deltas], at)
+    await this.apply(tx, organizationId, rows, [deltas], at, [])
   }
 
   /** Locks the accounts in the one fixed order; every one must exist and be open. */
@@ -504,7 +537,14 @@ export class LedgerService {
    * Applies the steps (each one movement's changes) in order, checking each against the balances the steps before
    * it left, before writing any; then writes the final balances and tells the listeners.
    */
-  private async apply(tx: Tx, organizationId: string, rows: Map<string, LedgerAccountRow>, steps: readonly Map<string, BalanceDelta>[], at: Date): Promise<void> {
+  private async apply(
+    tx: Tx,
+    organizationId: string,
+    rows: Map<string, LedgerAccountRow>,
+    steps: readonly Map<string, BalanceDelta>[],
+    at: Date,
+    movements: readonly Movement[],
+  ): Promise<void> {
     const balances = new Map<string, Balance>()
     for (const deltas of steps) {
       for (const id of lockOrder(deltas.keys())) {
@@ -520,7 +560,7 @@ export class LedgerService {
     await repository.setBalances(tx, organizationId, next.map(({ row, total, available }) => ({ id: row.id, total, available })), at)
     const changed = next.filter(({ row }) => row.system_code === null).map(({ row, total, available }) => balanceOf(row, { total, available, updated_at: at }))
     if (changed.length === 0) return
-    for (const listener of this.listeners) await listener(tx, changed)
+    for (const listener of this.listeners) await listener(tx, changed, movements, at)
   }
 }
 

@@ -109,6 +109,22 @@ export class RatesService {
     return rates
   }
 
+  /**
+   * The US dollar quote of a denomination named in a query: 404 (entity `asset`) when the catalogue does not know
+   * it, 409 `asset_not_supported` when it has no price.
+   */
+  denominationQuote(code: string, at: Date = this.now()): Promise<UsdQuote> {
+    return this.supportedQuote(code, { context: 'query', property: 'denomination' }, at)
+  }
+
+  /**
+   * The recorded US dollar mids of an asset at instants aligned to a resolution of `INTERVAL_STEPS` (`minute`,
+   * `day`, …), recording from the feed those not recorded yet; instants without a price are left out.
+   */
+  usdMids(asset: string, resolution: string, instants: readonly Date[]): Promise<Map<number, string>> {
+    return instants.length === 0 ? Promise.resolve(new Map()) : this.recorded(asset, resolution, instants)
+  }
+
   /** The mid of `asset` in `denomination` at each point of the interval, oldest first. */
   async historicalRates(asset: string, denomination: string, interval: HistoryInterval): Promise<Record<string, HistoricalPoint[]>> {
     const now = this.now()

@@ -4,5 +4,5 @@
  */
 export { DepositsService, type DepositStart } from './deposits.service.ts'
 export { transactionsRoutes } from './transactions.routes.ts'
-export { Denomination, Endpoint, Fees, TransactionParams, type TransactionNode, type TransactionStatusReason } from './transactions.schemas.ts'
-export { TransactionsService, type QuotedMovement } from './transactions.service.ts'
+export { Denomination, Endpoint, Fees, Transaction, TransactionParams, type TransactionNode, type TransactionStatusReason } from './transactions.schemas.ts'
+export { TransactionsService, type CompletedMovement, type QuotedMovement, type TransactionTerms } from './transactions.service.ts'

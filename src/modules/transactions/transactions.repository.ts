@@ -182,3 +182,35 @@ export function listPage(db: Executor, filter: ListFilter, window: PageWindow) {
   if (filter.types !== undefined) query = query.where('type', 'in', filter.types)
   return fetchPage(query, 'id', window)
 }
+
+/** The user's transactions completed in [from, to), in the order they completed; one more than asked tells a next page. */
+export function completedBetween(db: Executor, organizationId: string, ownerId: string, from: Date, to: Date, window: { offset: number; limit: number }): Promise<TransactionRow[]> {
+  return db
+    .selectFrom('transactions')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('owner_id', '=', ownerId)
+    .where('status', '=', 'completed')
+    .where('completed_at', '>=', from)
+    .where('completed_at', '<', to)
+    .orderBy('completed_at')
+    .orderBy('id')
+    .offset(window.offset)
+    .limit(window.limit)
+    .execute()
+}
+
+/** Inserts a movement that already happened, completed at its creation (imported history). */
+export async function insertCompleted(tx: Tx, row: NewTransaction): Promise<TransactionRow> {
+  return tx
+    .insertInto('transactions')
+    .values({ ...processingRow(row), status: 'completed', completed_at: row.created_at })
+    .returningAll()
+    .executeTakeFirstOrThrow()
+}
+
+/** Whether the user has any transaction at all, whatever its status. */
+export async function hasAny(db: Executor, organizationId: string, ownerId: string): Promise<boolean> {
+  const row = await db.selectFrom('transactions').select('id').where('organization_id', '=', organizationId).where('owner_id', '=', ownerId).limit(1).executeTakeFirst()
+  return row !== undefined
+}

@@ -1,4 +1,4 @@
-import type { Db, Executor, QuoteRow, TransactionRow, Tx } from '../../db/schema.ts'
+import type { Db, Executor, QuoteRow, StoredDenomination, StoredFee, TransactionRow, Tx } from '../../db/schema.ts'
 import { pageWindow, type PageWindow, type PaginationParams } from '../../http/pagination.ts'
 import type { Principal } from '../../http/principal.ts'
 import { DomainError, notFound, operationNotAllowed, type ErrorBody } from '../../lib/errors.ts'
@@ -14,6 +14,30 @@ export const TRANSACTION_EVENTS = {
   created: 'core.transaction.created',
   statusChanged: 'core.transaction.status-changed',
 } as const
+
+/** The two ends of a transaction, as recorded. */
+export interface TransactionTerms {
+  originAsset: string
+  originAmount: string
+  destinationAsset: string
+  destinationAmount: string
+}
+
+/** A movement that already happened, as imported history records it (`TransactionsService.recordCompleted`). */
+export interface CompletedMovement {
+  organizationId: string
+  ownerId: string
+  type: 'deposit' | 'trade' | 'withdrawal'
+  /** Each end as a transaction stores it; `accountId` is the user's account at that end, if any. */
+  origin: { asset: string; amount: string; rate: string; node: TransactionNode; accountId: string | null }
+  destination: { asset: string; amount: string; rate: string; node: TransactionNode; accountId: string | null }
+  denomination: StoredDenomination
+  fees: StoredFee[]
+  /** The rail network it arrived on or left by; null inside Tessera. */
+  network: string | null
+  /** When it was quoted, created and completed. */
+  at: Date
+}
 
 /** A transaction as the API shows it. */
 export function presentTransaction(row: TransactionRow): Transaction {
@@ -391,6 +415,64 @@ export class TransactionsService {
   /** For flows: how many trades and transfers the user started in [since, before). */
   countMovements(tx: Tx, organizationId: string, ownerId: string, since: Date, before: Date): Promise<number> {
     return repository.countSince(tx, organizationId, ownerId, ['trade', 'transfer'], since, before)
+  }
+
+  /** For the portfolio, valuing what a movement brought: the two ends of the transactions, by id. */
+  async terms(executor: Executor, organizationId: string, ids: readonly string[]): Promise<Map<string, TransactionTerms>> {
+    const rows = await repository.findMany(executor, organizationId, ids)
+    return new Map(rows.map((row) => [row.id, {
+      originAsset: row.origin_asset,
+      originAmount: row.origin_amount,
+      destinationAsset: row.destination_asset,
+      destinationAmount: row.destination_amount,
+    }]))
+  }
+
+  /** Whether the user has any transaction, whatever its status, read with `executor`. */
+  hasTransactions(executor: Executor, organizationId: string, ownerId: string): Promise<boolean> {
+    return repository.hasAny(executor, organizationId, ownerId)
+  }
+
+  /**
+   * Records a movement that already happened, `completed` at its moment, in the caller's transaction, where the
+   * caller posts its ledger movements too (the sandbox's generated history). It is stored as executed quotes are, so
+   * that lists and statements show it like any other; it has no quote and no flow. No event is written: imported
+   * history is not news, and webhooks about the past delivered now would read as movements happening now.
+   */
+  async recordCompleted(tx: Tx, movement: CompletedMovement): Promise<Transaction> {
+    const { origin, destination, at } = movement
+    const outside = movement.type === 'withdrawal' ? destination.node : movement.type === 'deposit' ? origin.node : null
+    const row = await repository.insertCompleted(tx, {
+      organization_id: movement.organizationId,
+      id: uuidv7(at.getTime()),
+      owner_id: movement.ownerId,
+      type: movement.type,
+      origin: origin.node,
+      origin_asset: origin.asset,
+      origin_amount: origin.amount,
+      origin_rate: origin.rate,
+      destination: destination.node,
+      destination_asset: destination.asset,
+      destination_amount: destination.amount,
+      destination_rate: destination.rate,
+      denomination: movement.denomination,
+      fees: movement.fees,
+      origin_account_id: origin.accountId,
+      destination_account_id: destination.accountId,
+      network: movement.network,
+      reference: null,
+      counterparty: outside ? counterpartyOf(outside, this.canonicalAddress) : null,
+      quote_id: null,
+      quoted_at: at,
+      created_at: at,
+    })
+    return presentTransaction(row)
+  }
+
+  /** For statements: the acting user's transactions completed in [from, to), oldest first, a page at a time. */
+  async completedBetween(principal: Principal, from: Date, to: Date, window: PageWindow): Promise<{ transactions: Transaction[]; hasNext: boolean }> {
+    const rows = await repository.completedBetween(this.db, principal.organizationId, actingUser(principal), from, to, { offset: window.offset, limit: window.perPage + 1 })
+    return { transactions: rows.slice(0, window.perPage).map(presentTransaction), hasNext: rows.length > window.perPage }
   }
 
   private async page(principal: Principal, accountId: string | undefined, query: ListQuery): Promise<Page> {

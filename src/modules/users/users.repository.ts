@@ -36,3 +36,16 @@ export async function updateDeclared(
 export function lockActiveUser(db: Executor, organizationId: string, id: string): Promise<UserRow | undefined> {
   return activeUser(db, organizationId, id).forUpdate().executeTakeFirst()
 }
+
+/** Moves an active user's creation back to `to` (never forward); returns whether it moved. */
+export async function backdateCreation(db: Executor, organizationId: string, id: string, to: Date, at: Date): Promise<boolean> {
+  const result = await db
+    .updateTable('users')
+    .set({ created_at: to, updated_at: at })
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .where('created_at', '>', to)
+    .executeTakeFirst()
+  return Number(result.numUpdatedRows) > 0
+}

@@ -222,6 +222,19 @@ export class UsersService {
     await this.changes.announce(tx, cacheKey(organizationId, userId))
   }
 
+  /**
+   * Moves an active user's creation back to `to`, never forward, in the caller's transaction, under the user's lock
+   * (so that the caller's checks and writes for that user happen one call at a time), and announces it; call
+   * `forget` once that transaction committed. For history imported as if the user had lived it (the sandbox's
+   * generated history): statements refuse the months before a user's creation. Throws 404 `entity_not_found`
+   * (entity `user`) when there is no such active user.
+   */
+  async backdateCreation(tx: Executor, organizationId: string, userId: string, to: Date): Promise<void> {
+    const row = await repository.lockActiveUser(tx, organizationId, userId)
+    if (!row) throw notFound('user')
+    if (await repository.backdateCreation(tx, organizationId, userId, to, new Date())) await this.changes.announce(tx, cacheKey(organizationId, userId))
+  }
+
   forget(organizationId: string, userId: string): void {
     this.changes.evictLocally(cacheKey(organizationId, userId))
   }

@@ -1,0 +1,128 @@
+import BigNumber from 'bignumber.js'
+
+/**
+ * The average-cost method, in US dollars (docs/portfolio.md). A position is what an account holds and what was paid
+ * for it: an acquisition adds its cost, a disposal (a sale, a withdrawal, a fee) removes its share of the cost at
+ * the average price, so the average price paid never changes on a disposal.
+ *
+ * `retained` multiplies, since `epoch` began, the fraction of the position each disposal left. Because every
+ * disposal scales the cost by its fraction and every acquisition adds to it, the cost is an affine function of the
+ * cost at any earlier moment: cost(now) = cost(then) × retained(now) / retained(then) + what was added since,
+ * scaled by the disposals after each addition. That is what lets performance over a window (where what was held
+ * at the window's start counts as bought at that moment's price) be computed from the two ends alone. An epoch
+ * ends when the position is emptied: nothing held before it affects what comes after.
+ */
+export interface PositionState {
+  quantity: BigNumber
+  investedUsd: BigNumber
+  retained: BigNumber
+  epoch: number
+}
+
+/** Division keeps this many places: far beyond any asset's decimals, so sums of costs stay exact to the cent. */
+const Decimal = BigNumber.clone({ DECIMAL_PLACES: 40, ROUNDING_MODE: BigNumber.ROUND_HALF_EVEN })
+
+/** Significant digits kept of `retained`, a product that would otherwise grow a digit per disposal. */
+const RETAINED_DIGITS = 40
+/**
+ * Below this, what a window's start contributes (its cost times `retained`) is less than a billionth of a cent for
+ * any real position: a new epoch begins, keeping the numbers short.
+ */
+const NEGLIGIBLE_RETAINED = new BigNumber('1e-30')
+
+export const EMPTY_POSITION: PositionState = Object.freeze({ quantity: new BigNumber(0), investedUsd: new BigNumber(0), retained: new BigNumber(1), epoch: 0 })
+
+export function acquire(state: PositionState, quantity: BigNumber.Value, costUsd: BigNumber.Value): PositionState {
+  const added = new Decimal(quantity)
+  if (!added.isGreaterThan(0)) throw new RangeError('An acquisition adds a positive quantity')
+  return { ...state, quantity: state.quantity.plus(added), investedUsd: state.investedUsd.plus(costUsd) }
+}
+
+/** Removes `quantity` at the average cost; returns the new state and the cost that left with it. */
+export function dispose(state: PositionState, quantity: BigNumber.Value): { state: PositionState; removedUsd: BigNumber } {
+  const removed = new Decimal(quantity)
+  if (!removed.isGreaterThan(0)) throw new RangeError('A disposal removes a positive quantity')
+  if (removed.isGreaterThanOrEqualTo(state.quantity)) {
+    // Emptied (a ledger never lets a user's account go below zero, so "more than held" cannot happen in practice).
+    return { state: { quantity: state.quantity.minus(removed), investedUsd: new BigNumber(0), retained: new BigNumber(1), epoch: state.epoch + 1 }, removedUsd: state.investedUsd }
+  }
+  // The cost removed is the invested share of what left (exact whenever that quotient is a finite decimal).
+  const removedUsd = new Decimal(state.investedUsd).times(removed).div(state.quantity)
+  const left = new Decimal(state.quantity).minus(removed).div(state.quantity)
+  const retained = state.retained.times(left).precision(RETAINED_DIGITS)
+  const next = { quantity: state.quantity.minus(removed), investedUsd: state.investedUsd.minus(removedUsd), retained, epoch: state.epoch }
+  const renewed = retained.isLessThan(NEGLIGIBLE_RETAINED) ? { ...next, retained: new BigNumber(1), epoch: state.epoch + 1 } : next
+  return { state: renewed, removedUsd }
+}
+
+/** Applies a signed change of quantity: a credit is an acquisition at `costUsd`, a debit a disposal. */
+export function applyChange(state: PositionState, amount: BigNumber.Value, costUsd: () => BigNumber): { state: PositionState; removedUsd: BigNumber } {
+  const change = new BigNumber(amount)
+  if (change.isZero()) return { state, removedUsd: new BigNumber(0) }
+  if (change.isNegative()) return dispose(state, change.negated())
+  return { state: acquire(state, change, costUsd()), removedUsd: new BigNumber(0) }
+}
+
+/**
+ * The cost basis now when what was held at a window's start counts as bought then at `startPriceUsd`: the
+ * all-time basis, corrected by how much the start's position changes it, scaled by the disposals since.
+ * `start` is null when the account held nothing at the window's start.
+ */
+export function windowBasisUsd(now: PositionState, start: PositionState | null, startPriceUsd: BigNumber.Value): BigNumber {
+  if (start === null || start.epoch !== now.epoch || start.quantity.isZero()) return now.investedUsd
+  const carried = new Decimal(now.retained).div(start.retained)
+  const startValue = start.quantity.times(startPriceUsd)
+  return now.investedUsd.plus(carried.times(startValue.minus(start.investedUsd)))
+}
+
+export interface Performance {
+  averagePricePaid: BigNumber
+  totalInvested: BigNumber
+  unrealizedGains: BigNumber
+}
+
+/** Average price paid, total invested and unrealized gains of `quantity` that cost `basisUsd`, at `priceUsd` now. */
+export function performanceOf(quantity: BigNumber.Value, basisUsd: BigNumber.Value, priceUsd: BigNumber.Value): Performance {
+  const held = new Decimal(quantity)
+  const basis = new Decimal(basisUsd)
+  return {
+    averagePricePaid: held.isGreaterThan(0) ? basis.div(held) : new Decimal(0),
+    totalInvested: basis,
+    unrealizedGains: held.times(priceUsd).minus(basis),
+  }
+}
+
+/** What a movement is, for valuing what it brought: its two ends as the transaction recorded them. */
+export interface MovementTerms {
+  originAsset: string
+  originAmount: string
+  destinationAsset: string
+  destinationAmount: string
+}
+
+/**
+ * The cost in US dollars of `amount` of `asset` that arrived in a user's account:
+ * - a dollar costs a dollar;
+ * - what moved between the user's own accounts (`carriedUsd`: the cost the origin gave up) keeps its cost;
+ * - what was bought with dollars costs the dollars paid, fees included, in proportion when it arrived in parts;
+ * - anything else costs what the origin was worth at the movement (`usdPrice`), fees included: a deposit of crypto
+ *   from outside is valued at the market when it arrives, a trade from another asset at the market value given.
+ */
+export function acquisitionCostUsd(input: {
+  asset: string
+  amount: BigNumber.Value
+  terms: MovementTerms | undefined
+  carriedUsd: BigNumber | undefined
+  usdPrice: (asset: string) => BigNumber
+}): BigNumber {
+  const amount = new Decimal(input.amount)
+  if (input.asset === 'USD') return amount
+  if (input.carriedUsd !== undefined) return input.carriedUsd
+  const terms = input.terms
+  if (terms === undefined || terms.destinationAsset !== input.asset || new BigNumber(terms.destinationAmount).isZero()) {
+    return amount.times(input.usdPrice(input.asset))
+  }
+  const share = amount.div(terms.destinationAmount)
+  const paid = new Decimal(terms.originAmount).times(share)
+  return terms.originAsset === 'USD' ? paid : paid.times(input.usdPrice(terms.originAsset))
+}

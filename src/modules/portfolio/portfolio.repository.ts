@@ -1,0 +1,73 @@
+import { sql } from 'kysely'
+import type { Executor, PortfolioHistoryRow, PortfolioPositionRow, Tx } from '../../db/schema.ts'
+
+export type PositionValues = Omit<PortfolioPositionRow, 'updated_at'>
+
+export function findPositions(db: Executor, organizationId: string, accountIds: readonly string[]): Promise<PortfolioPositionRow[]> {
+  if (accountIds.length === 0) return Promise.resolve([])
+  return db.selectFrom('portfolio_positions').selectAll().where('organization_id', '=', organizationId).where('account_id', 'in', accountIds).execute()
+}
+
+/** The positions of a user, of some assets only when given. */
+export function positionsOf(db: Executor, organizationId: string, ownerId: string, assets?: readonly string[]): Promise<PortfolioPositionRow[]> {
+  let query = db.selectFrom('portfolio_positions').selectAll().where('organization_id', '=', organizationId).where('owner_id', '=', ownerId)
+  if (assets !== undefined) {
+    if (assets.length === 0) return Promise.resolve([])
+    query = query.where('asset', 'in', assets)
+  }
+  return query.orderBy('asset').orderBy('account_id').execute()
+}
+
+/** Writes the positions as they now stand, and the same into the history row of the minute. */
+export async function savePositions(tx: Tx, positions: readonly PositionValues[], at: Date): Promise<void> {
+  if (positions.length === 0) return
+  const minute = new Date(Math.floor(at.getTime() / 60_000) * 60_000)
+  await tx
+    .insertInto('portfolio_positions')
+    .values(positions.map((position) => ({ ...position, updated_at: at })))
+    .onConflict((conflict) => conflict.columns(['organization_id', 'account_id']).doUpdateSet((eb) => ({
+      total: eb.ref('excluded.total'),
+      available: eb.ref('excluded.available'),
+      invested_usd: eb.ref('excluded.invested_usd'),
+      retained: eb.ref('excluded.retained'),
+      epoch: eb.ref('excluded.epoch'),
+      updated_at: eb.ref('excluded.updated_at'),
+    })))
+    .execute()
+  await tx
+    .insertInto('portfolio_history')
+    .values(positions.map(({ organization_id, account_id, total, available, invested_usd, retained, epoch }) => ({
+      organization_id, account_id, minute_at: minute, total, available, invested_usd, retained, epoch,
+    })))
+    .onConflict((conflict) => conflict.columns(['organization_id', 'account_id', 'minute_at']).doUpdateSet((eb) => ({
+      total: eb.ref('excluded.total'),
+      available: eb.ref('excluded.available'),
+      invested_usd: eb.ref('excluded.invested_usd'),
+      retained: eb.ref('excluded.retained'),
+      epoch: eb.ref('excluded.epoch'),
+    })))
+    .execute()
+}
+
+export type HistoryState = Pick<PortfolioHistoryRow, 'account_id' | 'total' | 'available' | 'invested_usd' | 'retained' | 'epoch'> & { at: Date }
+
+/**
+ * How each account stood at each instant: its last history row of a minute before the instant (a row holds the
+ * state at the end of its minute, so instants are best aligned to minutes). One index lookup per account and
+ * instant, whatever the length of the history. Accounts with no row before an instant are left out for it.
+ */
+export async function statesAt(db: Executor, organizationId: string, accountIds: readonly string[], instants: readonly Date[]): Promise<HistoryState[]> {
+  if (accountIds.length === 0 || instants.length === 0) return []
+  const accounts = sql.join(accountIds.map((id) => sql`(${id}::uuid)`))
+  const times = sql.join(instants.map((instant) => sql`(${instant}::timestamptz)`))
+  const result = await sql<HistoryState>`
+    select a.account_id, i.at, h.total, h.available, h.invested_usd, h.retained, h.epoch
+    from (values ${accounts}) as a(account_id)
+    cross join (values ${times}) as i(at)
+    join lateral (
+      select total, available, invested_usd, retained, epoch from portfolio_history
+      where organization_id = ${organizationId} and account_id = a.account_id and minute_at < i.at
+      order by minute_at desc limit 1
+    ) h on true`.execute(db)
+  return result.rows.map((row) => ({ ...row, at: new Date(row.at), total: String(row.total), available: String(row.available), invested_usd: String(row.invested_usd), retained: String(row.retained) }))
+}
