@@ -36,6 +36,14 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addPrimaryKeyConstraint('portfolio_history_pk', ['organization_id', 'account_id', 'minute_at'])
     .execute()
 
+  // Transactions statements read a user's transactions completed in a month, in the order they completed.
+  await db.schema
+    .createIndex('transactions_completed')
+    .on('transactions')
+    .columns(['organization_id', 'owner_id', 'completed_at', 'id'])
+    .where(sql.ref('status'), '=', 'completed')
+    .execute()
+
   // Accounts that already hold money start with what they hold and an unknown cost (zero): the ledger does not
   // record what was paid for them.
   await sql`
