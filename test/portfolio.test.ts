@@ -127,6 +127,22 @@ for (const engine of ENGINES) {
       assert.equal(new BigNumber(positions.find((p) => p.account_id === btc)!.total).toFixed(), expected.quantity.toFixed())
     })
 
+    test('a trade between two crypto assets: what is bought costs what was given, at the market then; the origin keeps its average', async () => {
+      const { userId, btc, expected } = await workedExample()
+      const eth = await openAccount(ctx(), suite.token, userId, 'ETH')
+      const averageBefore = (await get(userId, `/core/portfolio/accounts/${btc}/performance?interval=all-time`)).json<{ performance: Figures }>().performance.averagePricePaid
+      const before = await btcUsd()
+      const trade = await execute(userId, await quoted(ctx(), suite.token, userId, quoteBody(btc, eth, 'BTC', '0.05')))
+      const after = await btcUsd()
+      const cost = new BigNumber((await get(userId, `/core/portfolio/accounts/${eth}/performance?interval=all-time`)).json<{ performance: Figures }>().performance.totalInvested)
+      const bounds = [before, after].map((price) => new BigNumber(trade.origin.amount).times(price))
+      assert.ok(cost.isGreaterThanOrEqualTo(BigNumber.min(...bounds).minus('0.01')) && cost.isLessThanOrEqualTo(BigNumber.max(...bounds).plus('0.01')), `${cost.toFixed()} not within ${bounds.join(' … ')}`)
+      expected.dispose(trade.origin.amount)
+      const btcAfter = (await get(userId, `/core/portfolio/accounts/${btc}/performance?interval=all-time`)).json<{ performance: Figures }>().performance
+      assert.equal(btcAfter.averagePricePaid, averageBefore)
+      assert.equal(btcAfter.totalInvested, cents(expected.cost))
+    })
+
     test('over a window, what was held at its start counts as bought then; the default window is the past day', async () => {
       const { userId, btc, expected } = await workedExample()
       // Everything happened within the hour: every window sees the whole story, like all-time.

@@ -492,9 +492,10 @@ export interface PortfolioPositionsTable {
   available: string
   /** The cost basis of what the account holds, in US dollars. */
   invested_usd: string
-  /** The product of what each disposal left of the position since the epoch began. */
+  /** With `retained_scale`: retained × 10^retained_scale is the product of what each disposal left since the epoch began. */
   retained: string
-  /** Counts the times the position was emptied (or its `retained` became negligible). */
+  retained_scale: number
+  /** Counts the times the position was emptied. */
   epoch: number
   updated_at: Timestamp
 }
@@ -508,6 +509,7 @@ export interface PortfolioHistoryTable {
   available: string
   invested_usd: string
   retained: string
+  retained_scale: number
   epoch: number
 }
 

@@ -17,5 +17,8 @@ test('the Accept header picks the representation; JSON when it says nothing usef
   // A range refused outright (q=0) is not chosen even when more general ranges accept it.
   assert.equal(preferredMediaType('text/csv;q=0, text/*', OFFERED), 'text/html')
   assert.equal(preferredMediaType('image/png', OFFERED), 'application/json')
+  // At equal quality, the type named outright wins over one a range covers.
+  assert.equal(preferredMediaType('text/csv, */*', OFFERED), 'text/csv')
+  assert.equal(preferredMediaType('*/*, text/html', OFFERED), 'text/html')
   assert.equal(preferredMediaType('text/csv;q=abc', OFFERED), 'application/json')
 })

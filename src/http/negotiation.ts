@@ -19,7 +19,8 @@ export function preferredMediaType<const T extends string>(accept: string | unde
       const specificity = range === type ? 2 : range === `${major}/*` ? 1 : range === '*/*' ? 0 : -1
       if (specificity >= 0 && (match === undefined || specificity > match.specificity)) match = { quality, specificity }
     }
-    if (match && match.quality > 0 && (best === undefined || match.quality > best.quality)) best = { type, ...match }
+    const better = best === undefined || match === undefined ? true : match.quality > best.quality || (match.quality === best.quality && match.specificity > best.specificity)
+    if (match && match.quality > 0 && better) best = { type, ...match }
   }
   return best?.type ?? offered[0]
 }

@@ -143,15 +143,15 @@ export class AccountsService {
    * The asset of an account of the user and whether it is archived, read with `executor`: other modules check an
    * account this way inside their own database transaction. Undefined when the user has no such account.
    */
-  /** Who owns each of the accounts (ids as stored), and their asset: for the portfolio's first record of an account. */
-  async owners(executor: Executor, organizationId: string, accountIds: readonly string[]): Promise<Map<string, { ownerId: string; asset: string }>> {
-    const rows = await repository.findByIds(executor, organizationId, accountIds)
-    return new Map(rows.map((row) => [row.id, { ownerId: row.owner_id, asset: row.asset }]))
-  }
-
   async find(executor: Executor, organizationId: string, ownerId: string, accountId: string): Promise<{ asset: string; archived: boolean } | undefined> {
     const row = await repository.findHolding(executor, organizationId, ownerId, accountId)
     return row && { asset: row.asset, archived: row.archived_at !== null }
+  }
+
+  /** Who owns each of the accounts (ids as stored): for the portfolio's first record of an account. */
+  async owners(executor: Executor, organizationId: string, accountIds: readonly string[]): Promise<Map<string, { ownerId: string }>> {
+    const rows = await repository.findByIds(executor, organizationId, accountIds)
+    return new Map(rows.map((row) => [row.id, { ownerId: row.owner_id }]))
   }
 
   private async withBalances(organizationId: string, rows: readonly AccountRow[]): Promise<Account[]> {

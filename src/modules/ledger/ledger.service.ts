@@ -62,7 +62,6 @@ export interface AccountBalance {
 export interface Movement {
   /** The ledger transaction. */
   transactionId: string
-  type: string
   data: Record<string, unknown>
   changes: readonly { accountId: string; asset: string; amount: string }[]
 }
@@ -296,7 +295,7 @@ export class LedgerService {
       const postings = inputs.map((input) => ({ ...input, id: uuidv7(at.getTime()), holdId: null, at }))
       const replays = await this.claim(tx, organizationId, postings)
       const fresh = postings.filter((posting) => !replays.has(posting.id))
-      await this.postLegs(tx, organizationId, fresh.map((posting) => ({ transactionId: posting.id, type: posting.type, data: posting.data, legs: posting.legs, extra: new Map() })), at)
+      await this.postLegs(tx, organizationId, fresh.map((posting) => ({ transactionId: posting.id, data: posting.data, legs: posting.legs, extra: new Map() })), at)
       return postings.map((posting) => replays.get(posting.id) ?? { transactionId: posting.id, replayed: false })
     })
   }
@@ -371,7 +370,7 @@ export class LedgerService {
       const decimals = this.decimalsOf(hold.asset)
       const captured = input.credits.reduce((sum, credit) => sum.plus(parseAmount(credit.amount, decimals)), new BigNumber(0))
       const heldDelta = captureDelta(new BigNumber(hold.amount), captured)
-      await this.postLegs(tx, input.organizationId, [{ transactionId, type: input.type, data: input.data, legs: input.credits, extra: new Map([[hold.account_id, { delta: heldDelta, entry: captured.negated() }]]) }], at)
+      await this.postLegs(tx, input.organizationId, [{ transactionId, data: input.data, legs: input.credits, extra: new Map([[hold.account_id, { delta: heldDelta, entry: captured.negated() }]]) }], at)
       return { transactionId, replayed: false }
     })
   }
@@ -403,9 +402,9 @@ export class LedgerService {
       const hold = byHold.get(capture.holdId)!
       const decimals = this.decimalsOf(hold.asset)
       const total = capture.credits.reduce((sum, credit) => sum.plus(parseAmount(credit.amount, decimals)), new BigNumber(0))
-      return { transactionId: capture.id, type: capture.type, data: capture.data, legs: capture.credits, extra: new Map([[hold.account_id, { delta: captureDelta(new BigNumber(hold.amount), total), entry: total.negated() }]]) }
+      return { transactionId: capture.id, data: capture.data, legs: capture.credits, extra: new Map([[hold.account_id, { delta: captureDelta(new BigNumber(hold.amount), total), entry: total.negated() }]]) }
     })
-    await this.postLegs(tx, organizationId, [...batch, ...posted.map((posting) => ({ transactionId: posting.id, type: posting.type, data: posting.data, legs: posting.legs, extra: new Map() }))], at)
+    await this.postLegs(tx, organizationId, [...batch, ...posted.map((posting) => ({ transactionId: posting.id, data: posting.data, legs: posting.legs, extra: new Map() }))], at)
   }
 
   /**
@@ -482,7 +481,6 @@ export class LedgerService {
     organizationId: string,
     postings: readonly {
       transactionId: string
-      type: string
       data: Record<string, unknown> | undefined
       legs: readonly { accountId: string; amount: string }[]
       extra: Map<string, { delta: BalanceDelta; entry: BigNumber }>
@@ -510,7 +508,7 @@ export class LedgerService {
       for (const leg of legs) entries.push({ id: uuidv7(at.getTime()), transactionId: posting.transactionId, accountId: leg.accountId, asset: leg.asset, amount: leg.amount.toFixed() })
       const changes = legs.filter((leg) => rows.get(leg.accountId)!.system_code === null && !leg.amount.isZero())
         .map((leg) => ({ accountId: leg.accountId, asset: leg.asset, amount: leg.amount.toFixed() }))
-      if (changes.length > 0) movements.push({ transactionId: posting.transactionId, type: posting.type, data: posting.data ?? {}, changes })
+      if (changes.length > 0) movements.push({ transactionId: posting.transactionId, data: posting.data ?? {}, changes })
     }
     await this.apply(tx, organizationId, rows, steps, at, movements)
     await repository.insertEntries(tx, organizationId, entries, at)

@@ -77,12 +77,27 @@ test('zero changes nothing and signs pick acquisition or disposal', () => {
   assert.throws(() => dispose(up, '-1'), RangeError)
 })
 
-test('a negligible retained fraction starts a new epoch instead of growing digits', () => {
-  let position = acquire(EMPTY_POSITION, '1', '1')
-  for (let i = 0; i < 40; i++) position = dispose(acquire(position, '1000000', '1000000'), '1000000.9').state
-  assert.ok(position.epoch >= 1, 'renewed at least once')
-  assert.ok(position.retained.isGreaterThanOrEqualTo('1e-30'))
-  assert.ok(position.retained.precision(true) <= 40)
+test('thousands of disposals keep retained short, and a window across them stays right', () => {
+  // Sell half and buy it back, again and again: retained halves each time (2^-2000 after 2,000 rounds).
+  let position = acquire(EMPTY_POSITION, '2', '200')
+  let start: PositionState | null = null
+  for (let i = 0; i < 2000; i++) {
+    if (i === 1000) start = position
+    position = acquire(dispose(position, '1').state, '1', '100')
+  }
+  assert.ok(position.retained.precision(true) <= 40 && position.retained.isGreaterThanOrEqualTo('0.1') && position.retained.isLessThanOrEqualTo(1))
+  assert.ok(position.retainedScale < -600, String(position.retainedScale))
+  assert.equal(position.epoch, 0)
+  // A window that began before the last sale, at 300: the sale kept half of the start's position, valued at 300.
+  const beforeLast = position
+  const sold = dispose(position, '1').state
+  const window = windowBasisUsd(sold, beforeLast, '300')
+  const replayed = dispose({ ...beforeLast, investedUsd: beforeLast.quantity.times(300), retained: new BigNumber(1), retainedScale: 0 }, '1').state.investedUsd
+  assert.equal(fixed(window), fixed(replayed))
+  assert.equal(fixed(window), '300')
+  // And one that began a thousand rounds ago: every round since halved what the start contributed.
+  const far = windowBasisUsd(position, start, '300')
+  assert.ok(far.minus(position.investedUsd).abs().isLessThan('1e-200'))
 })
 
 // Property: against a naive replay that resets the cost at the window's start, the two-ends formula agrees.
@@ -97,7 +112,7 @@ test('window performance from the two ends equals a replay from the window start
     const atStart = run(EMPTY_POSITION, before)
     const now = run(atStart, after)
     // The replay: the same movements from a position bought at the window start's price.
-    const replayed = run({ ...atStart, investedUsd: atStart.quantity.times(startPrice), retained: new BigNumber(1) }, after)
+    const replayed = run({ ...atStart, investedUsd: atStart.quantity.times(startPrice), retained: new BigNumber(1), retainedScale: 0 }, after)
     const formula = windowBasisUsd(now, atStart, startPrice)
     assert.ok(formula.minus(replayed.investedUsd).abs().isLessThan('1e-12'), `${formula.toFixed()} vs ${replayed.investedUsd.toFixed()}`)
   }), { numRuns: 300 })

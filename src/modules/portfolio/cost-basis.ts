@@ -10,12 +10,16 @@ import BigNumber from 'bignumber.js'
  * cost at any earlier moment: cost(now) = cost(then) × retained(now) / retained(then) + what was added since,
  * scaled by the disposals after each addition. That is what lets performance over a window (where what was held
  * at the window's start counts as bought at that moment's price) be computed from the two ends alone. An epoch
- * ends when the position is emptied: nothing held before it affects what comes after.
+ * ends when the position is emptied: nothing held before it affects what comes after. `retained` keeps 40
+ * significant digits and its power of ten apart (`retainedScale`), so it neither grows nor underflows.
  */
 export interface PositionState {
   quantity: BigNumber
   investedUsd: BigNumber
+  /** With `retainedScale`: retained × 10^retainedScale is the product of the fractions disposals left. */
   retained: BigNumber
+  /** A power of ten kept apart, so that `retained` stays a short number after any number of disposals. */
+  retainedScale: number
   epoch: number
 }
 
@@ -24,13 +28,15 @@ const Decimal = BigNumber.clone({ DECIMAL_PLACES: 40, ROUNDING_MODE: BigNumber.R
 
 /** Significant digits kept of `retained`, a product that would otherwise grow a digit per disposal. */
 const RETAINED_DIGITS = 40
-/**
- * Below this, what a window's start contributes (its cost times `retained`) is less than a billionth of a cent for
- * any real position: a new epoch begins, keeping the numbers short.
- */
-const NEGLIGIBLE_RETAINED = new BigNumber('1e-30')
 
-export const EMPTY_POSITION: PositionState = Object.freeze({ quantity: new BigNumber(0), investedUsd: new BigNumber(0), retained: new BigNumber(1), epoch: 0 })
+export const EMPTY_POSITION: PositionState = Object.freeze({ quantity: new BigNumber(0), investedUsd: new BigNumber(0), retained: new BigNumber(1), retainedScale: 0, epoch: 0 })
+
+/** `retained` times `factor`, its power of ten moved into the scale (an exact shift): it stays in [0.1, 1]. */
+function scaled(state: PositionState, factor: BigNumber): { retained: BigNumber; retainedScale: number } {
+  const product = state.retained.times(factor).precision(RETAINED_DIGITS)
+  const shift = -(product.e! + 1)
+  return shift === 0 ? { retained: product, retainedScale: state.retainedScale } : { retained: product.shiftedBy(shift), retainedScale: state.retainedScale - shift }
+}
 
 export function acquire(state: PositionState, quantity: BigNumber.Value, costUsd: BigNumber.Value): PositionState {
   const added = new Decimal(quantity)
@@ -44,15 +50,12 @@ export function dispose(state: PositionState, quantity: BigNumber.Value): { stat
   if (!removed.isGreaterThan(0)) throw new RangeError('A disposal removes a positive quantity')
   if (removed.isGreaterThanOrEqualTo(state.quantity)) {
     // Emptied (a ledger never lets a user's account go below zero, so "more than held" cannot happen in practice).
-    return { state: { quantity: state.quantity.minus(removed), investedUsd: new BigNumber(0), retained: new BigNumber(1), epoch: state.epoch + 1 }, removedUsd: state.investedUsd }
+    return { state: { quantity: state.quantity.minus(removed), investedUsd: new BigNumber(0), retained: new BigNumber(1), retainedScale: 0, epoch: state.epoch + 1 }, removedUsd: state.investedUsd }
   }
   // The cost removed is the invested share of what left (exact whenever that quotient is a finite decimal).
   const removedUsd = new Decimal(state.investedUsd).times(removed).div(state.quantity)
   const left = new Decimal(state.quantity).minus(removed).div(state.quantity)
-  const retained = state.retained.times(left).precision(RETAINED_DIGITS)
-  const next = { quantity: state.quantity.minus(removed), investedUsd: state.investedUsd.minus(removedUsd), retained, epoch: state.epoch }
-  const renewed = retained.isLessThan(NEGLIGIBLE_RETAINED) ? { ...next, retained: new BigNumber(1), epoch: state.epoch + 1 } : next
-  return { state: renewed, removedUsd }
+  return { state: { quantity: state.quantity.minus(removed), investedUsd: state.investedUsd.minus(removedUsd), ...scaled(state, left), epoch: state.epoch }, removedUsd }
 }
 
 /** Applies a signed change of quantity: a credit is an acquisition at `costUsd`, a debit a disposal. */
@@ -70,7 +73,7 @@ export function applyChange(state: PositionState, amount: BigNumber.Value, costU
  */
 export function windowBasisUsd(now: PositionState, start: PositionState | null, startPriceUsd: BigNumber.Value): BigNumber {
   if (start === null || start.epoch !== now.epoch || start.quantity.isZero()) return now.investedUsd
-  const carried = new Decimal(now.retained).div(start.retained)
+  const carried = new Decimal(now.retained).div(start.retained).shiftedBy(now.retainedScale - start.retainedScale)
   const startValue = start.quantity.times(startPriceUsd)
   return now.investedUsd.plus(carried.times(startValue.minus(start.investedUsd)))
 }

@@ -30,26 +30,28 @@ export async function savePositions(tx: Tx, positions: readonly PositionValues[]
       available: eb.ref('excluded.available'),
       invested_usd: eb.ref('excluded.invested_usd'),
       retained: eb.ref('excluded.retained'),
+      retained_scale: eb.ref('excluded.retained_scale'),
       epoch: eb.ref('excluded.epoch'),
       updated_at: eb.ref('excluded.updated_at'),
     })))
     .execute()
   await tx
     .insertInto('portfolio_history')
-    .values(positions.map(({ organization_id, account_id, total, available, invested_usd, retained, epoch }) => ({
-      organization_id, account_id, minute_at: minute, total, available, invested_usd, retained, epoch,
+    .values(positions.map(({ organization_id, account_id, total, available, invested_usd, retained, retained_scale, epoch }) => ({
+      organization_id, account_id, minute_at: minute, total, available, invested_usd, retained, retained_scale, epoch,
     })))
     .onConflict((conflict) => conflict.columns(['organization_id', 'account_id', 'minute_at']).doUpdateSet((eb) => ({
       total: eb.ref('excluded.total'),
       available: eb.ref('excluded.available'),
       invested_usd: eb.ref('excluded.invested_usd'),
       retained: eb.ref('excluded.retained'),
+      retained_scale: eb.ref('excluded.retained_scale'),
       epoch: eb.ref('excluded.epoch'),
     })))
     .execute()
 }
 
-export type HistoryState = Pick<PortfolioHistoryRow, 'account_id' | 'total' | 'available' | 'invested_usd' | 'retained' | 'epoch'> & { at: Date }
+export type HistoryState = Pick<PortfolioHistoryRow, 'account_id' | 'total' | 'available' | 'invested_usd' | 'retained' | 'retained_scale' | 'epoch'> & { at: Date }
 
 /**
  * How each account stood at each instant: its last history row of a minute before the instant (a row holds the
@@ -61,11 +63,11 @@ export async function statesAt(db: Executor, organizationId: string, accountIds:
   const accounts = sql.join(accountIds.map((id) => sql`(${id}::uuid)`))
   const times = sql.join(instants.map((instant) => sql`(${instant}::timestamptz)`))
   const result = await sql<HistoryState>`
-    select a.account_id, i.at, h.total, h.available, h.invested_usd, h.retained, h.epoch
+    select a.account_id, i.at, h.total, h.available, h.invested_usd, h.retained, h.retained_scale, h.epoch
     from (values ${accounts}) as a(account_id)
     cross join (values ${times}) as i(at)
     join lateral (
-      select total, available, invested_usd, retained, epoch from portfolio_history
+      select total, available, invested_usd, retained, retained_scale, epoch from portfolio_history
       where organization_id = ${organizationId} and account_id = a.account_id and minute_at < i.at
       order by minute_at desc limit 1
     ) h on true`.execute(db)

@@ -12,7 +12,6 @@ const Decimal = (description: string) => Type.String({ pattern: '^-?\\d+(\\.\\d+
 
 const denomination = Type.Optional(Type.String({
   minLength: 1,
-  maxLength: 32,
   default: 'USD',
   description: 'The asset values are given in. Everything is computed in US dollars and converted at the current rate, so small differences from rounding can appear.',
 }))
@@ -27,15 +26,14 @@ export const PerformanceQuery = Type.Object({
 })
 export type PerformanceQuery = Static<typeof PerformanceQuery>
 
-export const HistoricalBalanceQuery = Type.Object({
-  denomination,
-  interval: Type.Optional(Type.Enum([...BALANCE_INTERVALS], {
-    default: 'one-day',
-    description: 'How far back: an hour (a point a minute), a day (every 15 minutes), a week (hourly), a month (every 6 hours), a year (daily); the last point is now.',
-  })),
-  includeBase,
-})
+const balanceInterval = Type.Optional(Type.Enum([...BALANCE_INTERVALS], {
+  default: 'one-day',
+  description: 'How far back: an hour (a point a minute), a day (every 15 minutes), a week (hourly), a month (every 6 hours), a year (daily); the last point is now.',
+}))
+export const HistoricalBalanceQuery = Type.Object({ denomination, interval: balanceInterval, includeBase })
 export type HistoricalBalanceQuery = Static<typeof HistoricalBalanceQuery>
+/** The whole portfolio's series mixes assets: it has no amounts in an asset of its own. */
+export const OverallHistoricalBalanceQuery = Type.Object({ denomination, interval: balanceInterval })
 
 export const OverviewQuery = Type.Object({ denomination, includeBase })
 export type OverviewQuery = Static<typeof OverviewQuery>
@@ -68,7 +66,7 @@ export const ManyAccountsBody = Type.Object({
   ids: Type.Array(Type.String({ format: 'uuid' }), { minItems: 1, maxItems: 100, description: 'The account ids, 1 to 100.' }),
 }, { additionalProperties: false })
 export const ManyAssetsBody = Type.Object({
-  codes: Type.Array(Type.String({ minLength: 1, maxLength: 32 }), { minItems: 1, maxItems: 100, description: 'The asset codes, 1 to 100.' }),
+  codes: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, maxItems: 100, description: 'The asset codes, 1 to 100.' }),
 }, { additionalProperties: false })
 
 export const PortfolioHolding = component(
@@ -122,7 +120,7 @@ export const HistoricalBalanceOverviewResponse = component(
   Type.Object({ historicalBalance: Type.Array(PortfolioHistoricalBalanceOverview, { minItems: 1, description: 'Oldest first.' }) }),
 )
 
-export const AssetPathParams = Type.Object({ asset: Type.String({ minLength: 1, maxLength: 32, description: 'The asset code.' }) })
+export const AssetPathParams = Type.Object({ asset: Type.String({ minLength: 1, description: 'The asset code.' }) })
 
 // Statements.
 

@@ -23,7 +23,7 @@ export interface PortfolioDeps {
     isFiat(code: string): boolean
   }
   accounts: {
-    owners(executor: Executor, organizationId: string, accountIds: readonly string[]): Promise<Map<string, { ownerId: string; asset: string }>>
+    owners(executor: Executor, organizationId: string, accountIds: readonly string[]): Promise<Map<string, { ownerId: string }>>
     /** The acting user's open accounts among the ids. */
     open(principal: Principal, accountIds: readonly string[]): Promise<{ id: string; asset: string }[]>
     /** An account of the acting user, archived or not. */
@@ -47,8 +47,8 @@ export interface Holding {
   available: string
 }
 
-function stateOf(row: Pick<PortfolioPositionRow, 'total' | 'invested_usd' | 'retained' | 'epoch'>): PositionState {
-  return { quantity: new BigNumber(row.total), investedUsd: new BigNumber(row.invested_usd), retained: new BigNumber(row.retained), epoch: row.epoch }
+function stateOf(row: Pick<PortfolioPositionRow, 'total' | 'invested_usd' | 'retained' | 'retained_scale' | 'epoch'>): PositionState {
+  return { quantity: new BigNumber(row.total), investedUsd: new BigNumber(row.invested_usd), retained: new BigNumber(row.retained), retainedScale: row.retained_scale, epoch: row.epoch }
 }
 
 function actingUser(principal: Principal): string {
@@ -96,7 +96,7 @@ export class PortfolioService {
     const ids = changed.map((balance) => balance.id)
     const stored = new Map((await repository.findPositions(tx, organizationId, ids)).map((row) => [row.account_id, row]))
     const unknown = ids.filter((id) => !stored.has(id))
-    const owners = unknown.length > 0 ? await this.accounts.owners(tx, organizationId, unknown) : new Map<string, { ownerId: string; asset: string }>()
+    const owners = unknown.length > 0 ? await this.accounts.owners(tx, organizationId, unknown) : new Map<string, { ownerId: string }>()
     const positions = new Map<string, { ownerId: string; state: PositionState }>()
     for (const balance of changed) {
       const row = stored.get(balance.id)
@@ -113,9 +113,11 @@ export class PortfolioService {
         groups.set(key, [...(groups.get(key) ?? []), ...movement.changes])
       }
       const terms = await this.transactions.terms(tx, organizationId, [...groups.keys()].filter((key) => isUuid(key)))
-      // Prices of the movement's moment (a movement dated in the past, sandbox history, is valued then).
-      const prices = await this.usdPrices([...groups.entries()].flatMap(([key, changes]) => [...changes.map((change) => change.asset), ...(terms.has(key) ? [terms.get(key)!.originAsset] : [])]), at)
       for (const [key, changes] of groups) {
+        // Valued at the transaction's moment: a deposit held for information is worth what it was when it arrived.
+        const moment = terms.get(key)?.createdAt ?? at
+        const assets = [...changes.map((change) => change.asset), ...(terms.has(key) ? [terms.get(key)!.originAsset] : [])]
+        const prices = changes.some((change) => !change.amount.startsWith('-') && change.asset !== 'USD') ? await this.usdPrices(assets, moment) : new Map<string, BigNumber>()
         const removed = new Map<string, BigNumber>()
         const held = changes.filter((c) => positions.has(c.accountId))
         for (const change of held.filter((c) => c.amount.startsWith('-'))) {
@@ -147,20 +149,24 @@ export class PortfolioService {
         account_id: balance.id,
         owner_id: ownerId,
         asset: balance.asset,
-        // The ledger's balance is the truth about quantities; the positions follow it (a property test checks they agree).
-        total: balance.total,
+        // Worked out from the movements (a property test checks it always equals the ledger's balance).
+        total: state.quantity.toFixed(),
         available: balance.available,
         invested_usd: state.investedUsd.toFixed(),
         retained: state.retained.toFixed(),
+        retained_scale: state.retainedScale,
         epoch: state.epoch,
       }
     }), at)
   }
 
-  /** Current US dollar mids of the assets; those without a price are left out (and count as worth nothing). */
+  /**
+   * US dollar mids of the assets (now, or at `at`); those without a price are left out and count as worth nothing.
+   * A feed that fails counts as having no price: a movement never fails for want of a valuation.
+   */
   private async usdPrices(assets: readonly string[], at?: Date): Promise<Map<string, BigNumber>> {
     const unique = [...new Set(assets)]
-    const quotes = await Promise.all(unique.map((asset) => this.rates.usdQuote(asset, at)))
+    const quotes = await Promise.all(unique.map((asset) => this.rates.usdQuote(asset, at).catch(() => null)))
     const prices = new Map<string, BigNumber>()
     unique.forEach((asset, i) => {
       const quote = quotes[i]
@@ -220,7 +226,11 @@ export class PortfolioService {
       Promise.all(assets.map((asset) => this.rates.usdMids(asset, 'minute', [start]))),
     ])
     const startPrices = new Map(assets.map((asset, i) => [asset, mids[i]!.get(start.getTime())]))
-    return new Map(states.map((state) => [state.account_id, { state: stateOf(state), priceUsd: new BigNumber(startPrices.get(assetOf.get(state.account_id)!) ?? 0) }]))
+    // Without a price at the start, a position keeps its all-time basis rather than count as bought for nothing.
+    return new Map(states.flatMap((state) => {
+      const price = startPrices.get(assetOf.get(state.account_id)!)
+      return price === undefined ? [] : [[state.account_id, { state: stateOf(state), priceUsd: new BigNumber(price) }] as const]
+    }))
   }
 
   private figures(totals: Totals, denomination: Denomination): PerformanceFigures {
@@ -329,7 +339,8 @@ export class PortfolioService {
       this.rates.usdMids(denomination.code, resolution, buckets),
       this.usdPrices(assets, now),
     ])
-    const midsOf = new Map(assets.map((asset, i) => [asset, assetMids[i]!]))
+    const midsOf = new Map(assets.map((asset, i) => [asset, carriedForward(buckets, assetMids[i]!)]))
+    const denominationAt = carriedForward(buckets, denominationMids)
     const assetOf = new Map(rows.map((row) => [row.account_id, row.asset]))
     const byInstant = new Map<number, { asset: string; total: BigNumber; available: BigNumber }[]>()
     for (const state of states) {
@@ -357,7 +368,7 @@ export class PortfolioService {
     }
     const points = buckets.map((bucket) => {
       const key = bucket.getTime()
-      const denominationMid = denominationMids.get(key)
+      const denominationMid = denominationAt.get(key)
       return point(bucket, byInstant.get(key) ?? [], (asset) => {
         const mid = midsOf.get(asset)!.get(key)
         return mid === undefined ? undefined : new BigNumber(mid)
@@ -404,6 +415,17 @@ const NOTHING: Totals = { quantity: new BigNumber(0), basis: new BigNumber(0), v
 
 function sum(totals: readonly Totals[]): Totals {
   return totals.reduce((acc, t) => ({ quantity: acc.quantity.plus(t.quantity), basis: acc.basis.plus(t.basis), value: acc.value.plus(t.value) }), NOTHING)
+}
+
+/** Prices at every bucket, a bucket without a recorded price taking the last one before it. */
+function carriedForward(buckets: readonly Date[], mids: ReadonlyMap<number, string>): Map<number, string> {
+  const carried = new Map<number, string>()
+  let last: string | undefined
+  for (const bucket of buckets) {
+    last = mids.get(bucket.getTime()) ?? last
+    if (last !== undefined) carried.set(bucket.getTime(), last)
+  }
+  return carried
 }
 
 function lotsByAsset(rows: readonly PortfolioPositionRow[]): Map<string, Lot> {

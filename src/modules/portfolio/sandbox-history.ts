@@ -11,8 +11,7 @@ import type { CompletedMovement, TransactionNode } from '../transactions/index.t
  * about every two weeks; BTC and ETH are bought with it a few times a month, sometimes partly sold back; now and
  * then a little BTC is withdrawn to an address. Each movement is priced from the sandbox price feed at its moment,
  * so the history agrees with the price charts, and recorded as the real flows record it: a completed transaction
- * and its ledger postings, dated then, in one database transaction, in time order (a failure leaves a consistent
- * beginning). A user with any transaction is refused: the history must be the accounts' beginning, so that the
+ * and its ledger postings, dated then, in time order, all in one database transaction (all or nothing). A user with any transaction is refused: the history must be the accounts' beginning, so that the
  * ledger, the positions and their history stay chronological.
  */
 
@@ -197,21 +196,19 @@ export class SandboxHistory {
     for (const account of systemAccounts) system.set(systemKey(account), await this.ledger.systemAccount(organizationId, account))
     const systemOf = (account: HistorySystemAccount) => system.get(systemKey(account))!
 
-    let first = true
-    for (const planned of plan) {
-      const movement = this.movementOf(planned, organizationId, userId, accountOf)
-      await this.db.transaction().execute(async (tx) => {
-        if (first) {
-          // The user's lock serializes two calls for one user: the later sees the earlier's transactions.
-          await this.users.backdateCreation(tx, organizationId, userId, from)
-          if (await this.transactions.hasTransactions(tx, organizationId, userId)) throw historyRefused()
-        }
+    // One database transaction for the whole history: the user's lock serializes two calls for one user (the later
+    // sees the earlier's transactions), and the accounts' ledger locks, held to the end, keep any real movement
+    // from slipping between dated ones (it would be counted in months before it happened).
+    await this.db.transaction().execute(async (tx) => {
+      await this.users.backdateCreation(tx, organizationId, userId, from)
+      if (await this.transactions.hasTransactions(tx, organizationId, userId)) throw historyRefused()
+      for (const planned of plan) {
+        const movement = this.movementOf(planned, organizationId, userId, accountOf)
         const { id } = await this.transactions.recordCompleted(tx, movement)
         await this.ledger.postAll(postingsOf(planned, movement, id, systemOf), { tx, at: planned.at })
-      })
-      if (first) this.users.forget(organizationId, userId)
-      first = false
-    }
+      }
+    })
+    this.users.forget(organizationId, userId)
     return { from: from.toISOString(), to: now.toISOString(), seed, transactions: plan.length, accounts }
   }
 

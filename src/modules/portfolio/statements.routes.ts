@@ -71,7 +71,7 @@ export function statementsRoutes(statements: StatementsService, publicUrl: strin
       async (request, reply) => {
         const format = preferredMediaType(request.headers.accept, FORMATS)
         const statement = await statements.portfolioStatement(principalOf(request), request.query)
-        if (format === 'application/json') return reply.send({ statement })
+        if (format === 'application/json') return reply.header('vary', 'accept').send({ statement })
         const head = heading(request, request.query.denomination, (code) => statements.decimalsOf(code))
         const name = `portfolio-statement-${request.query.year}-${String(request.query.month).padStart(2, '0')}`
         return sendDownload(reply, format, name, format === 'text/csv' ? portfolioStatementCsv(statement, head) : portfolioStatementHtml(statement, head))
@@ -97,7 +97,7 @@ export function statementsRoutes(statements: StatementsService, publicUrl: strin
         const format = preferredMediaType(request.headers.accept, FORMATS)
         if (format === 'application/json') {
           const result = await statements.transactionsStatement(principal, request.query)
-          return reply.send({
+          return reply.header('vary', 'accept').send({
             statement: result.statement,
             pagination: paginationLinks({ baseUrl: publicUrl, requestUrl: request.url, window: result.window, anchor: undefined, hasNext: result.hasNext }),
           })

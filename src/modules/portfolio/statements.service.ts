@@ -80,16 +80,27 @@ export class StatementsService {
     return { period: { from, end }, denomination, denominationUsd: quote.mid }
   }
 
-  /** `ASSET-DENOMINATION` prices of the assets at an instant aligned to the resolution. */
-  private async ratesAt(assets: Iterable<string>, denomination: string, resolution: 'day' | 'minute', at: Date): Promise<Record<string, string>> {
+  /**
+   * `ASSET-DENOMINATION` prices of the assets at an instant aligned to the resolution. `mids` remembers the US dollar
+   * mids already read for this statement, so that transactions of the same minute share their lookups.
+   */
+  private async ratesAt(assets: Iterable<string>, denomination: string, resolution: 'day' | 'minute', at: Date, mids = new Map<string, Promise<string | undefined>>()): Promise<Record<string, string>> {
     const wanted = [...new Set(assets)].sort()
-    const [denominationMids, ...mids] = await Promise.all([this.rates.usdMids(denomination, resolution, [at]), ...wanted.map((asset) => this.rates.usdMids(asset, resolution, [at]))])
-    const denominationUsd = denominationMids!.get(at.getTime())
+    const mid = (asset: string) => {
+      const key = `${asset}@${at.getTime()}`
+      let found = mids.get(key)
+      if (found === undefined) {
+        found = this.rates.usdMids(asset, resolution, [at]).then((recorded) => recorded.get(at.getTime()))
+        mids.set(key, found)
+      }
+      return found
+    }
+    const [denominationUsd, ...assetUsd] = await Promise.all([mid(denomination), ...wanted.map(mid)])
     const rates: Record<string, string> = {}
     wanted.forEach((asset, i) => {
-      const mid = mids[i]!.get(at.getTime())
+      const usd = assetUsd[i]
       if (asset === denomination) rates[`${asset}-${denomination}`] = '1'
-      else if (mid !== undefined && denominationUsd !== undefined) rates[`${asset}-${denomination}`] = new Decimal(mid).div(denominationUsd).precision(RATE_SIGNIFICANT_DIGITS).toFixed()
+      else if (usd !== undefined && denominationUsd !== undefined) rates[`${asset}-${denomination}`] = new Decimal(usd).div(denominationUsd).precision(RATE_SIGNIFICANT_DIGITS).toFixed()
     })
     return rates
   }
@@ -105,11 +116,12 @@ export class StatementsService {
   }
 
   private async entries(transactions: readonly Transaction[], denomination: string): Promise<TransactionsStatementEntry[]> {
+    const mids = new Map<string, Promise<string | undefined>>()
     return Promise.all(transactions.map(async (transaction) => {
       const completed = new Date(transaction.completedAt ?? transaction.updatedAt)
       const minute = new Date(Math.floor(completed.getTime() / MINUTE) * MINUTE)
       const assets = [transaction.origin.asset, transaction.destination.asset, ...transaction.fees.map((fee) => fee.asset)]
-      return { rates: await this.ratesAt(assets, denomination, 'minute', minute), transaction }
+      return { rates: await this.ratesAt(assets, denomination, 'minute', minute, mids), transaction }
     }))
   }
 

@@ -21,6 +21,7 @@ export interface TransactionTerms {
   originAmount: string
   destinationAsset: string
   destinationAmount: string
+  createdAt: Date
 }
 
 /** A movement that already happened, as imported history records it (`TransactionsService.recordCompleted`). */
@@ -425,6 +426,7 @@ export class TransactionsService {
       originAmount: row.origin_amount,
       destinationAsset: row.destination_asset,
       destinationAmount: row.destination_amount,
+      createdAt: row.created_at,
     }]))
   }
 
