@@ -18,28 +18,33 @@ export function positionsOf(db: Executor, organizationId: string, ownerId: strin
   return query.orderBy('asset').orderBy('account_id').execute()
 }
 
-/** Writes the positions as they now stand, and the same into the history row of the minute. */
+/**
+ * Writes the positions as they now stand, and the same into the history row of the minute: one statement (the
+ * history is written from what the position upsert returns), since it runs inside every money movement.
+ */
 export async function savePositions(tx: Tx, positions: readonly PositionValues[], at: Date): Promise<void> {
   if (positions.length === 0) return
   const minute = new Date(Math.floor(at.getTime() / 60_000) * 60_000)
   await tx
-    .insertInto('portfolio_positions')
-    .values(positions.map((position) => ({ ...position, updated_at: at })))
-    .onConflict((conflict) => conflict.columns(['organization_id', 'account_id']).doUpdateSet((eb) => ({
-      total: eb.ref('excluded.total'),
-      available: eb.ref('excluded.available'),
-      invested_usd: eb.ref('excluded.invested_usd'),
-      retained: eb.ref('excluded.retained'),
-      retained_scale: eb.ref('excluded.retained_scale'),
-      epoch: eb.ref('excluded.epoch'),
-      updated_at: eb.ref('excluded.updated_at'),
-    })))
-    .execute()
-  await tx
+    .with('saved', (db) => db
+      .insertInto('portfolio_positions')
+      .values(positions.map((position) => ({ ...position, updated_at: at })))
+      .onConflict((conflict) => conflict.columns(['organization_id', 'account_id']).doUpdateSet((eb) => ({
+        total: eb.ref('excluded.total'),
+        available: eb.ref('excluded.available'),
+        invested_usd: eb.ref('excluded.invested_usd'),
+        retained: eb.ref('excluded.retained'),
+        retained_scale: eb.ref('excluded.retained_scale'),
+        epoch: eb.ref('excluded.epoch'),
+        updated_at: eb.ref('excluded.updated_at'),
+      })))
+      .returning(['organization_id', 'account_id', 'total', 'available', 'invested_usd', 'retained', 'retained_scale', 'epoch']))
     .insertInto('portfolio_history')
-    .values(positions.map(({ organization_id, account_id, total, available, invested_usd, retained, retained_scale, epoch }) => ({
-      organization_id, account_id, minute_at: minute, total, available, invested_usd, retained, retained_scale, epoch,
-    })))
+    .columns(['organization_id', 'account_id', 'minute_at', 'total', 'available', 'invested_usd', 'retained', 'retained_scale', 'epoch'])
+    .expression((eb) => eb.selectFrom('saved').select([
+      'saved.organization_id', 'saved.account_id', sql<Date>`${minute}::timestamptz`.as('minute_at'),
+      'saved.total', 'saved.available', 'saved.invested_usd', 'saved.retained', 'saved.retained_scale', 'saved.epoch',
+    ]))
     .onConflict((conflict) => conflict.columns(['organization_id', 'account_id', 'minute_at']).doUpdateSet((eb) => ({
       total: eb.ref('excluded.total'),
       available: eb.ref('excluded.available'),

@@ -112,7 +112,9 @@ export class PortfolioService {
         const key = typeof movement.data.transactionId === 'string' ? movement.data.transactionId : `ledger:${movement.transactionId}`
         groups.set(key, [...(groups.get(key) ?? []), ...movement.changes])
       }
-      const terms = await this.transactions.terms(tx, organizationId, [...groups.keys()].filter((key) => isUuid(key)))
+      // Only what arrives in an asset other than dollars needs its transaction's terms to be valued.
+      const valued = [...groups].filter(([key, changes]) => isUuid(key) && changes.some((change) => !change.amount.startsWith('-') && change.asset !== 'USD'))
+      const terms = valued.length > 0 ? await this.transactions.terms(tx, organizationId, valued.map(([key]) => key)) : new Map<string, TransactionTerms>()
       for (const [key, changes] of groups) {
         // Valued at the transaction's moment: a deposit held for information is worth what it was when it arrived.
         const moment = terms.get(key)?.createdAt ?? at
