@@ -78,3 +78,30 @@ export async function statesAt(db: Executor, organizationId: string, accountIds:
     ) h on true`.execute(db)
   return result.rows.map((row) => ({ ...row, at: new Date(row.at), total: String(row.total), available: String(row.available), invested_usd: String(row.invested_usd), retained: String(row.retained) }))
 }
+
+/**
+ * What the accounts held of each asset at each instant, summed in the database (one row per asset and instant
+ * instead of one per account and instant): like `statesAt`, one index lookup per account and instant. `point` is
+ * the instant's position in `instants`.
+ */
+export async function balancesAt(
+  db: Executor,
+  organizationId: string,
+  accounts: readonly { accountId: string; asset: string }[],
+  instants: readonly Date[],
+): Promise<{ point: number; asset: string; total: string; available: string }[]> {
+  if (accounts.length === 0 || instants.length === 0) return []
+  const accountRows = sql.join(accounts.map(({ accountId, asset }) => sql`(${accountId}::uuid, ${asset}::text)`))
+  const times = sql.join(instants.map((instant, point) => sql`(${point}::integer, ${instant}::timestamptz)`))
+  const result = await sql<{ point: number; asset: string; total: string; available: string }>`
+    select i.point, a.asset, sum(h.total) as total, sum(h.available) as available
+    from (values ${accountRows}) as a(account_id, asset)
+    cross join (values ${times}) as i(point, at)
+    join lateral (
+      select total, available from portfolio_history
+      where organization_id = ${organizationId} and account_id = a.account_id and minute_at < i.at
+      order by minute_at desc limit 1
+    ) h on true
+    group by i.point, a.asset`.execute(db)
+  return result.rows.map((row) => ({ point: Number(row.point), asset: row.asset, total: String(row.total), available: String(row.available) }))
+}

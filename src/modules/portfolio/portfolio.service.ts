@@ -335,19 +335,17 @@ export class PortfolioService {
     const buckets = historyBuckets(interval, now)
     const resolution = INTERVAL_STEPS[interval].resolution
     const assets = [...new Set(rows.map((row) => row.asset))]
-    const [states, assetMids, denominationMids, current] = await Promise.all([
-      repository.statesAt(this.db, principal.organizationId, rows.map((row) => row.account_id), buckets),
+    const [held, assetMids, denominationMids, current] = await Promise.all([
+      repository.balancesAt(this.db, principal.organizationId, rows.map((row) => ({ accountId: row.account_id, asset: row.asset })), buckets),
       Promise.all(assets.map((asset) => this.rates.usdMids(asset, resolution, buckets))),
       this.rates.usdMids(denomination.code, resolution, buckets),
       this.usdPrices(assets, now),
     ])
     const midsOf = new Map(assets.map((asset, i) => [asset, carriedForward(buckets, assetMids[i]!)]))
     const denominationAt = carriedForward(buckets, denominationMids)
-    const assetOf = new Map(rows.map((row) => [row.account_id, row.asset]))
-    const byInstant = new Map<number, { asset: string; total: BigNumber; available: BigNumber }[]>()
-    for (const state of states) {
-      const key = state.at.getTime()
-      byInstant.set(key, [...(byInstant.get(key) ?? []), { asset: assetOf.get(state.account_id)!, total: new BigNumber(state.total), available: new BigNumber(state.available) }])
+    const byPoint = new Map<number, { asset: string; total: BigNumber; available: BigNumber }[]>()
+    for (const lot of held) {
+      byPoint.set(lot.point, [...(byPoint.get(lot.point) ?? []), { asset: lot.asset, total: new BigNumber(lot.total), available: new BigNumber(lot.available) }])
     }
     const base = query.includeBase === true && target.kind !== 'all'
     const point = (timestamp: Date, held: readonly { asset: string; total: BigNumber; available: BigNumber }[], usdMid: (asset: string) => BigNumber | undefined, denominationUsd: BigNumber | undefined) => {
@@ -368,10 +366,10 @@ export class PortfolioService {
         balance: { total: convert(total), available: convert(available), ...(base ? { baseTotal: baseTotal.toFixed(), baseAvailable: baseAvailable.toFixed() } : {}) },
       }
     }
-    const points = buckets.map((bucket) => {
+    const points = buckets.map((bucket, index) => {
       const key = bucket.getTime()
       const denominationMid = denominationAt.get(key)
-      return point(bucket, byInstant.get(key) ?? [], (asset) => {
+      return point(bucket, byPoint.get(index) ?? [], (asset) => {
         const mid = midsOf.get(asset)!.get(key)
         return mid === undefined ? undefined : new BigNumber(mid)
       }, denominationMid === undefined ? undefined : new BigNumber(denominationMid))
