@@ -64,8 +64,11 @@ for (const engine of ENGINES) {
       assert.equal(response.status, 200, response.body)
       return response.json<Record<string, Process>>()[key]!
     }
+    /** The KYC events about the user (the user's own, `core.user.*`, are not this suite's). */
     const events = async (userId: string) =>
-      (await eventsAbout(suite.ctx.database.db, suite.ctx.client.organizationId, { type: 'user', id: userId })).map((e) => ({ type: e.type, data: e.data }))
+      (await eventsAbout(suite.ctx.database.db, suite.ctx.client.organizationId, { type: 'user', id: userId }))
+        .filter((e) => e.type.startsWith('core.kyc.'))
+        .map((e) => ({ type: e.type, data: e.data }))
     const statusEvents = async (userId: string, process: string) =>
       (await events(userId)).filter((e) => e.type === `core.kyc.${process}.status-changed`).map((e) => e.data.status)
 

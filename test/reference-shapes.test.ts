@@ -286,6 +286,25 @@ for (const engine of ENGINES) {
       reference.response('update-transaction-request-for-information-conflict-response', again)
     })
 
+    test('user and KYC events: created, deleted, and process status changes, in the reference\'s webhook shapes', async () => {
+      const reference = referenceValidator()
+      const ctx = suite.ctx
+      const userId = await verifiedUser(ctx, suite.token)
+      const deleted = await ctx.request({ method: 'DELETE', url: '/core/users/me', headers: bearer(suite.token, userId), payload: { review: { reason: 'closure-per-user-request' } } })
+      assert.equal(deleted.status, 204, deleted.body)
+      const events = await ctx.database.db.selectFrom('outbox_events').selectAll().where('organization_id', '=', ctx.client.organizationId).where('user_id', '=', userId).orderBy('id').execute()
+      const envelope = (event: (typeof events)[number]) => ({ id: event.id, type: event.type, createdAt: event.occurred_at.toISOString(), data: event.data })
+      const types = events.map((event) => event.type)
+      assert.equal(types[0], 'core.user.created')
+      assert.equal(types.at(-1), 'core.user.deleted')
+      for (const event of events) {
+        if (event.type.startsWith('core.user.')) reference.schema('user-webhook-event', envelope(event))
+        if (event.type.startsWith('core.kyc.')) reference.schema('kyc-webhook-event', envelope(event))
+      }
+      assert.ok(types.some((type) => type.startsWith('core.kyc.')), types.join(', '))
+      assert.equal((events.at(-1)!.data as { user: { id: string } }).user.id, userId)
+    })
+
     test('portfolio: overview, performance (single, _mget, overall), historical balances and their errors', async () => {
       const reference = referenceValidator()
       const ctx = suite.ctx

@@ -13,15 +13,16 @@ export async function findActiveUser(db: Executor, organizationId: string, id: s
 }
 
 /** Marks the user deleted (announce the change in the same transaction); returns false when it was not an active user of the organization. */
-export async function markUserDeleted(db: Executor, organizationId: string, id: string, at: Date, review: unknown): Promise<boolean> {
-  const result = await db
+/** Marks an active user deleted; the row as it now stands, or undefined when there was no such active user. */
+export function markUserDeleted(db: Executor, organizationId: string, id: string, at: Date, review: unknown): Promise<UserRow | undefined> {
+  return db
     .updateTable('users')
     .set({ deleted_at: at, updated_at: at, deletion_review: JSON.stringify(review) })
     .where('organization_id', '=', organizationId)
     .where('id', '=', id)
     .where('deleted_at', 'is', null)
+    .returningAll()
     .executeTakeFirst()
-  return Number(result.numUpdatedRows) > 0
 }
 
 export async function updateDeclared(

@@ -5,6 +5,7 @@ import { conflict, notFound, operationNotAllowed, type DomainError, type ErrorBo
 import { isUniqueViolation } from '../../db/errors.ts'
 import type { Principal } from '../../http/principal.ts'
 import { uuidv7 } from '../../lib/ids.ts'
+import { recordEvent } from '../events/index.ts'
 import { attachInitialMetadata } from '../metadata/index.ts'
 import * as repository from './users.repository.ts'
 import { checkBirthdate, checkPastTimestamp } from './users.rules.ts'
@@ -100,6 +101,12 @@ export type UserCreationStep = (
 
 const cacheKey = (organizationId: string, userId: string) => `user:${organizationId}:${userId}`
 
+/** What clients hear about users (webhook event types of the reference). */
+export const USER_EVENTS = {
+  created: 'core.user.created',
+  deleted: 'core.user.deleted',
+} as const
+
 export class UsersService {
   private readonly db: Db
   private readonly changes: ChangeFeed
@@ -153,6 +160,7 @@ export class UsersService {
           ? await attachInitialMetadata(tx, { organizationId: principal.organizationId, entityType: 'users', entityId: row.id }, input.metadata, now)
           : null
         const user = toUser({ ...row, profile: profile as Record<string, unknown>, creation_context: context as Record<string, string>, deleted_at: null, deletion_review: null })
+        await recordEvent(tx, { organizationId: row.organization_id, type: USER_EVENTS.created, subject: { type: 'user', id: row.id }, userId: row.id, data: { user }, occurredAt: now })
         return metadataError ? { user, errors: { metadata: metadataError.toBody() } } : { user }
       })
     } catch (error) {
@@ -175,9 +183,12 @@ export class UsersService {
     const key = cacheKey(principal.organizationId, userId)
     const review = { ...input.review, context: definedOnly(context), clientId: principal.clientId }
     const deleted = await this.db.transaction().execute(async (tx) => {
-      const changed = await repository.markUserDeleted(tx, principal.organizationId, userId, new Date(), review)
-      if (changed) await this.changes.announce(tx, key)
-      return changed
+      const at = new Date()
+      const row = await repository.markUserDeleted(tx, principal.organizationId, userId, at, review)
+      if (!row) return false
+      await this.changes.announce(tx, key)
+      await recordEvent(tx, { organizationId: principal.organizationId, type: USER_EVENTS.deleted, subject: { type: 'user', id: userId }, userId, data: { user: toUser(row) }, occurredAt: at })
+      return true
     })
     this.changes.evictLocally(key)
     if (!deleted) throw notFound('user')
