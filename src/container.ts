@@ -261,7 +261,7 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
     assets: { decimalsOf: (code) => assetCatalogue.find(code)?.decimals, isFiat: (code) => assetCatalogue.find(code)?.type === 'fiat' },
     accounts: {
       owners: (executor, organizationId, ids) => accounts.owners(executor, organizationId, ids),
-      open: (principal, ids) => accounts.getMany(principal, ids),
+      open: (principal, ids) => accounts.openAmong(principal, ids),
       owned: async (principal, id) => (principal.userId === null ? undefined : accounts.find(database.db, principal.organizationId, principal.userId, id)),
     },
     transactions: { terms: (executor, organizationId, ids) => transactions.terms(executor, organizationId, ids) },

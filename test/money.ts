@@ -1,6 +1,7 @@
 /** Fixtures for tests that move money through the API: verified users, funded accounts, quotes and commits. */
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
+import BigNumber from 'bignumber.js'
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -190,4 +191,29 @@ export async function chainDeposit(ctx: TestContext, input: { userId: string; ac
   })
   await ctx.services.worker.drain()
   return transactionId
+}
+
+/**
+ * The average-cost method, written out plainly (docs/portfolio.md): what the portfolio tests expect of one
+ * position, computed from the transactions' own figures, independently of src/.
+ */
+export class AverageCost {
+  quantity = new BigNumber(0)
+  cost = new BigNumber(0)
+  /** An acquisition: `quantity` that cost `paid` (US dollars). */
+  buy(quantity: string, paid: BigNumber.Value): void {
+    this.quantity = this.quantity.plus(quantity)
+    this.cost = this.cost.plus(paid)
+  }
+  /** A disposal at the average cost; returns the cost that left with it. */
+  dispose(quantity: string): BigNumber {
+    const q = new BigNumber(quantity)
+    const removed = q.isGreaterThanOrEqualTo(this.quantity) ? this.cost : this.cost.times(q).div(this.quantity)
+    this.cost = this.cost.minus(removed)
+    this.quantity = this.quantity.minus(q)
+    return removed
+  }
+  get average(): BigNumber {
+    return this.cost.div(this.quantity)
+  }
 }

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test'
 import BigNumber from 'bignumber.js'
 import fc from 'fast-check'
 import { bearer, ENGINES, useApp } from './helpers.ts'
-import { commit, fund, openAccount, quoted, quoteBody, verifiedUser, withoutTravelRule, type Transaction } from './money.ts'
+import { AverageCost, commit, fund, openAccount, quoted, quoteBody, verifiedUser, withoutTravelRule, type Transaction } from './money.ts'
 
 /**
  * Property: whatever users do with their money, every position equals what the ledger says (total and available),
@@ -32,23 +32,6 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   { weight: 1, arbitrary: fc.constant({ kind: 'drain' as const }) },
 )
 
-/** The average-cost method, plainly: quantity and cost of one account. */
-class Model {
-  quantity = new BigNumber(0)
-  cost = new BigNumber(0)
-  credit(quantity: string, paid: BigNumber) {
-    this.quantity = this.quantity.plus(quantity)
-    this.cost = this.cost.plus(paid)
-  }
-  debit(quantity: string): BigNumber {
-    const q = new BigNumber(quantity)
-    const removed = q.isGreaterThanOrEqualTo(this.quantity) ? this.cost : this.cost.times(q).div(this.quantity)
-    this.cost = this.cost.minus(removed)
-    this.quantity = this.quantity.minus(q)
-    return removed
-  }
-}
-
 for (const engine of ENGINES) {
   describe(`portfolio property [${engine}]`, () => {
     const suite = useApp(engine, { VELOCITY_MAX_MOVEMENTS: '0', SANDBOX_RAIL_SETTLE_MS: '0', ...withoutTravelRule() })
@@ -63,7 +46,7 @@ for (const engine of ENGINES) {
         // Two accounts of each crypto asset: moves between them keep their cost.
         const accounts = { BTC: [await openAccount(ctx(), suite.token, userId, 'BTC'), await openAccount(ctx(), suite.token, userId, 'BTC')], ETH: [await openAccount(ctx(), suite.token, userId, 'ETH'), await openAccount(ctx(), suite.token, userId, 'ETH')] }
         await fund(ctx(), userId, usd, 'USD', '50000')
-        const models = new Map([...Object.values(accounts).flat()].map((id) => [id, new Model()]))
+        const models = new Map([...Object.values(accounts).flat()].map((id) => [id, new AverageCost()]))
         const pending: string[] = []
         const headers = bearer(suite.token, userId)
         const balance = async (id: string) => (await ctx().services.ledger.balances(ctx().database.db, ctx().client.organizationId, [id])).get(id)!
@@ -82,10 +65,10 @@ for (const engine of ENGINES) {
             seen.completed++
             const origin = transaction.origin.node as { type: string; id?: string }
             const destination = transaction.destination.node as { type: string; id?: string }
-            const removed = origin.type === 'account' && models.has(origin.id!) ? models.get(origin.id!)!.debit(transaction.origin.amount) : undefined
+            const removed = origin.type === 'account' && models.has(origin.id!) ? models.get(origin.id!)!.dispose(transaction.origin.amount) : undefined
             if (removed !== undefined) seen.disposals++
             if (destination.type === 'account' && models.has(destination.id!)) {
-              models.get(destination.id!)!.credit(transaction.destination.amount, removed ?? new BigNumber(transaction.origin.amount))
+              models.get(destination.id!)!.buy(transaction.destination.amount, removed ?? new BigNumber(transaction.origin.amount))
             }
           }
         }

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test'
 import BigNumber from 'bignumber.js'
 import { sql } from 'kysely'
 import { bearer, ENGINES, individualUser, useApp } from './helpers.ts'
-import { assertError, commit, fund, openAccount, quoteBody, quoted, verifiedUser, withoutTravelRule, type Quote, type Transaction } from './money.ts'
+import { AverageCost, assertError, commit, fund, openAccount, quoteBody, quoted, verifiedUser, withoutTravelRule, type Quote, type Transaction } from './money.ts'
 
 const BTC_ADDRESS = 'tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx'
 const UNKNOWN_ID = '0190a8c1-0000-7000-8000-000000000000'
@@ -12,27 +12,6 @@ interface Figures {
   averagePricePaid: string
   totalInvested: string
   unrealizedGains: string
-}
-
-/**
- * The average-cost method, written out plainly (docs/portfolio.md): what a test expects, computed from the
- * transactions' own figures, independently of src/.
- */
-class ExpectedPosition {
-  quantity = new BigNumber(0)
-  cost = new BigNumber(0)
-  buy(quantity: string, paid: string) {
-    this.quantity = this.quantity.plus(quantity)
-    this.cost = this.cost.plus(paid)
-  }
-  dispose(quantity: string) {
-    const q = new BigNumber(quantity)
-    this.cost = this.cost.minus(this.cost.times(q).div(this.quantity))
-    this.quantity = this.quantity.minus(q)
-  }
-  get average() {
-    return this.cost.div(this.quantity)
-  }
 }
 
 const cents = (value: BigNumber) => value.decimalPlaces(2, BigNumber.ROUND_HALF_EVEN).toFixed()
@@ -63,7 +42,7 @@ for (const engine of ENGINES) {
       const usd = await openAccount(ctx(), suite.token, userId, 'USD')
       const btc = await openAccount(ctx(), suite.token, userId, 'BTC')
       await fund(ctx(), userId, usd, 'USD', '100000')
-      const expected = new ExpectedPosition()
+      const expected = new AverageCost()
       // 1. A buy: 10,000 USD, fee included.
       const first = await execute(userId, await quoted(ctx(), suite.token, userId, quoteBody(usd, btc, 'USD', '10000')))
       expected.buy(first.destination.amount, first.origin.amount)

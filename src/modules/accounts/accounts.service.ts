@@ -100,6 +100,12 @@ export class AccountsService {
     return this.withBalances(principal.organizationId, rows)
   }
 
+  /** The acting user's open accounts among `accountIds` (ids as stored), without their balances; the others are left out. */
+  async openAmong(principal: Principal, accountIds: readonly string[]): Promise<{ id: string; asset: string }[]> {
+    const rows = await repository.findActiveMany(this.db, principal.organizationId, actingUser(principal), accountIds)
+    return rows.map((row) => ({ id: row.id, asset: row.asset }))
+  }
+
   async get(principal: Principal, accountId: string): Promise<Account> {
     const row = await repository.findActive(this.db, principal.organizationId, actingUser(principal), accountId.toLowerCase())
     if (!row) throw notFound('account')

@@ -13,7 +13,7 @@ test('the worked example: two buys, a partial sale, a withdrawal with its networ
   const firstCost = acquisitionCostUsd({ asset: 'BTC', amount: '0.5', terms: { originAsset: 'USD', originAmount: '10100', destinationAsset: 'BTC', destinationAmount: '0.5' }, carriedUsd: undefined, usdPrice: price({}) })
   assert.equal(fixed(firstCost), '10100')
   let position = acquire(EMPTY_POSITION, '0.5', firstCost)
-  assert.equal(fixed(performanceOf(position.quantity, position.investedUsd, '20000').averagePricePaid), '20200')
+  assert.equal(fixed(performanceOf(position.quantity, position.investedUsd, position.quantity.times('20000')).averagePricePaid), '20200')
 
   // 2. Buy 0.5 BTC more at 30,000: 15,000 plus a 150 fee.
   position = acquire(position, '0.5', '15150')
@@ -31,13 +31,13 @@ test('the worked example: two buys, a partial sale, a withdrawal with its networ
   assert.deepEqual([fixed(position.quantity), fixed(position.investedUsd)], ['0.4999', '12622.475'])
 
   // At 40,000 USD: worth 19,996, bought for 12,622.475.
-  const allTime = performanceOf(position.quantity, position.investedUsd, '40000')
+  const allTime = performanceOf(position.quantity, position.investedUsd, position.quantity.times('40000'))
   assert.deepEqual([fixed(allTime.averagePricePaid), fixed(allTime.totalInvested), fixed(allTime.unrealizedGains)], ['25250', '12622.475', '7373.525'])
 
   // Over a window that began after the buys, at 35,000: what was held then counts as bought at 35,000.
   const windowBasis = windowBasisUsd(position, beforeSale, '35000')
   assert.equal(fixed(windowBasis), '17496.5')
-  const window = performanceOf(position.quantity, windowBasis, '40000')
+  const window = performanceOf(position.quantity, windowBasis, position.quantity.times('40000'))
   assert.deepEqual([fixed(window.averagePricePaid), fixed(window.unrealizedGains)], ['35000', '2499.5'])
 })
 

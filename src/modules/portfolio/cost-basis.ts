@@ -84,14 +84,14 @@ export interface Performance {
   unrealizedGains: BigNumber
 }
 
-/** Average price paid, total invested and unrealized gains of `quantity` that cost `basisUsd`, at `priceUsd` now. */
-export function performanceOf(quantity: BigNumber.Value, basisUsd: BigNumber.Value, priceUsd: BigNumber.Value): Performance {
+/** Average price paid, total invested and unrealized gains of `quantity` that cost `basisUsd` and is worth `valueUsd` now. */
+export function performanceOf(quantity: BigNumber.Value, basisUsd: BigNumber.Value, valueUsd: BigNumber.Value): Performance {
   const held = new Decimal(quantity)
   const basis = new Decimal(basisUsd)
   return {
     averagePricePaid: held.isGreaterThan(0) ? basis.div(held) : new Decimal(0),
     totalInvested: basis,
-    unrealizedGains: held.times(priceUsd).minus(basis),
+    unrealizedGains: new Decimal(valueUsd).minus(basis),
   }
 }
 

@@ -18,6 +18,16 @@ export function positionsOf(db: Executor, organizationId: string, ownerId: strin
   return query.orderBy('asset').orderBy('account_id').execute()
 }
 
+/** What an upsert of a position, or of its history row, replaces: the state columns, from the row proposed. */
+const PROPOSED_STATE = {
+  total: sql<string>`excluded.total`,
+  available: sql<string>`excluded.available`,
+  invested_usd: sql<string>`excluded.invested_usd`,
+  retained: sql<string>`excluded.retained`,
+  retained_scale: sql<number>`excluded.retained_scale`,
+  epoch: sql<number>`excluded.epoch`,
+}
+
 /**
  * Writes the positions as they now stand, and the same into the history row of the minute: one statement (the
  * history is written from what the position upsert returns), since it runs inside every money movement.
@@ -29,15 +39,7 @@ export async function savePositions(tx: Tx, positions: readonly PositionValues[]
     .with('saved', (db) => db
       .insertInto('portfolio_positions')
       .values(positions.map((position) => ({ ...position, updated_at: at })))
-      .onConflict((conflict) => conflict.columns(['organization_id', 'account_id']).doUpdateSet((eb) => ({
-        total: eb.ref('excluded.total'),
-        available: eb.ref('excluded.available'),
-        invested_usd: eb.ref('excluded.invested_usd'),
-        retained: eb.ref('excluded.retained'),
-        retained_scale: eb.ref('excluded.retained_scale'),
-        epoch: eb.ref('excluded.epoch'),
-        updated_at: eb.ref('excluded.updated_at'),
-      })))
+      .onConflict((conflict) => conflict.columns(['organization_id', 'account_id']).doUpdateSet((eb) => ({ ...PROPOSED_STATE, updated_at: eb.ref('excluded.updated_at') })))
       .returning(['organization_id', 'account_id', 'total', 'available', 'invested_usd', 'retained', 'retained_scale', 'epoch']))
     .insertInto('portfolio_history')
     .columns(['organization_id', 'account_id', 'minute_at', 'total', 'available', 'invested_usd', 'retained', 'retained_scale', 'epoch'])
@@ -45,14 +47,7 @@ export async function savePositions(tx: Tx, positions: readonly PositionValues[]
       'saved.organization_id', 'saved.account_id', sql<Date>`${minute}::timestamptz`.as('minute_at'),
       'saved.total', 'saved.available', 'saved.invested_usd', 'saved.retained', 'saved.retained_scale', 'saved.epoch',
     ]))
-    .onConflict((conflict) => conflict.columns(['organization_id', 'account_id', 'minute_at']).doUpdateSet((eb) => ({
-      total: eb.ref('excluded.total'),
-      available: eb.ref('excluded.available'),
-      invested_usd: eb.ref('excluded.invested_usd'),
-      retained: eb.ref('excluded.retained'),
-      retained_scale: eb.ref('excluded.retained_scale'),
-      epoch: eb.ref('excluded.epoch'),
-    })))
+    .onConflict((conflict) => conflict.columns(['organization_id', 'account_id', 'minute_at']).doUpdateSet(PROPOSED_STATE))
     .execute()
 }
 

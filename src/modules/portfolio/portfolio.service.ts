@@ -8,7 +8,7 @@ import { historyBuckets, INTERVAL_STEPS, RATE_SIGNIFICANT_DIGITS, type RatesServ
 import type { TransactionTerms } from '../transactions/index.ts'
 import { acquisitionCostUsd, applyChange, EMPTY_POSITION, performanceOf, windowBasisUsd, type PositionState } from './cost-basis.ts'
 import * as repository from './portfolio.repository.ts'
-import type { BalanceInterval, PerformanceInterval } from './portfolio.schemas.ts'
+import type { HistoricalBalanceQuery, OverviewQuery, PerformanceInterval, PerformanceQuery } from './portfolio.schemas.ts'
 
 const Decimal = BigNumber.clone({ DECIMAL_PLACES: 40, ROUNDING_MODE: BigNumber.ROUND_HALF_EVEN })
 const MINUTE = 60_000
@@ -110,7 +110,9 @@ export class PortfolioService {
       const groups = new Map<string, Movement['changes'][number][]>()
       for (const movement of movements) {
         const key = typeof movement.data.transactionId === 'string' ? movement.data.transactionId : `ledger:${movement.transactionId}`
-        groups.set(key, [...(groups.get(key) ?? []), ...movement.changes])
+        const group = groups.get(key)
+        if (group) group.push(...movement.changes)
+        else groups.set(key, [...movement.changes])
       }
       // Only what arrives in an asset other than dollars needs its transaction's terms to be valued.
       const valued = [...groups].filter(([key, changes]) => isUuid(key) && changes.some((change) => !change.amount.startsWith('-') && change.asset !== 'USD'))
@@ -236,12 +238,12 @@ export class PortfolioService {
   }
 
   private figures(totals: Totals, denomination: Denomination): PerformanceFigures {
-    const performance = performanceOf(totals.quantity, totals.basis, 0)
+    const performance = performanceOf(totals.quantity, totals.basis, totals.value)
     const { money, price } = this.denominated(denomination)
     return {
       averagePricePaid: price(performance.averagePricePaid),
-      totalInvested: money(totals.basis),
-      unrealizedGains: money(totals.value.minus(totals.basis)),
+      totalInvested: money(performance.totalInvested),
+      unrealizedGains: money(performance.unrealizedGains),
     }
   }
 
@@ -286,7 +288,7 @@ export class PortfolioService {
   }
 
   /** What the acting user holds now, by asset, valued in the denomination. */
-  async overview(principal: Principal, query: { denomination?: string; includeBase?: boolean }): Promise<{ summary: { total: string; available: string }; holdings: (Holding & { baseTotal?: string; baseAvailable?: string })[] }> {
+  async overview(principal: Principal, query: OverviewQuery): Promise<{ summary: { total: string; available: string }; holdings: (Holding & { baseTotal?: string; baseAvailable?: string })[] }> {
     const denomination = await this.denomination(query.denomination)
     const { money } = this.denominated(denomination)
     const lots = lotsByAsset(await repository.positionsOf(this.db, principal.organizationId, actingUser(principal)))
@@ -315,7 +317,7 @@ export class PortfolioService {
   async historicalBalance(
     principal: Principal,
     target: { kind: 'all' } | { kind: 'asset'; asset: string } | { kind: 'account'; accountId: string },
-    query: { denomination?: string; interval?: BalanceInterval; includeBase?: boolean },
+    query: HistoricalBalanceQuery,
   ): Promise<{ timestamp: string; balance: { total: string; available: string; baseTotal?: string; baseAvailable?: string } }[]> {
     const ownerId = actingUser(principal)
     let rows: PortfolioPositionRow[]
@@ -345,7 +347,9 @@ export class PortfolioService {
     const denominationAt = carriedForward(buckets, denominationMids)
     const byPoint = new Map<number, { asset: string; total: BigNumber; available: BigNumber }[]>()
     for (const lot of held) {
-      byPoint.set(lot.point, [...(byPoint.get(lot.point) ?? []), { asset: lot.asset, total: new BigNumber(lot.total), available: new BigNumber(lot.available) }])
+      const lots = byPoint.get(lot.point) ?? []
+      lots.push({ asset: lot.asset, total: new BigNumber(lot.total), available: new BigNumber(lot.available) })
+      byPoint.set(lot.point, lots)
     }
     const base = query.includeBase === true && target.kind !== 'all'
     const point = (timestamp: Date, held: readonly { asset: string; total: BigNumber; available: BigNumber }[], usdMid: (asset: string) => BigNumber | undefined, denominationUsd: BigNumber | undefined) => {
@@ -384,14 +388,11 @@ export class PortfolioService {
    */
   async holdingsAt(principal: Principal, instant: Date): Promise<Map<string, string>> {
     const rows = await repository.positionsOf(this.db, principal.organizationId, actingUser(principal))
-    const states = await repository.statesAt(this.db, principal.organizationId, rows.map((row) => row.account_id), [instant])
-    const assetOf = new Map(rows.map((row) => [row.account_id, row.asset]))
-    const totals = new Map<string, BigNumber>()
-    for (const state of states) {
-      const asset = assetOf.get(state.account_id)!
-      totals.set(asset, (totals.get(asset) ?? new BigNumber(0)).plus(state.total))
-    }
-    return new Map([...totals].filter(([, total]) => !total.isZero()).sort(([a], [b]) => (a < b ? -1 : 1)).map(([asset, total]) => [asset, total.toFixed()]))
+    const held = await repository.balancesAt(this.db, principal.organizationId, rows.map((row) => ({ accountId: row.account_id, asset: row.asset })), [instant])
+    return new Map(held.map((lot) => [lot.asset, new BigNumber(lot.total)] as const)
+      .filter(([, total]) => !total.isZero())
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([asset, total]) => [asset, total.toFixed()]))
   }
 }
 
@@ -404,11 +405,6 @@ interface Totals {
 interface Denomination {
   code: string
   usdMid: string
-}
-
-export interface PerformanceQuery {
-  denomination?: string
-  interval?: PerformanceInterval
 }
 
 const NOTHING: Totals = { quantity: new BigNumber(0), basis: new BigNumber(0), value: new BigNumber(0) }

@@ -14,7 +14,7 @@ import {
   transactionsStatementHtml,
   type StatementHeading,
 } from './statement-documents.ts'
-import type { StatementsService, TransactionsStatementEntry } from './statements.service.ts'
+import type { StatementsService } from './statements.service.ts'
 
 const USERS = ['user:business', 'user:individual'] as const
 const FORMATS = ['application/json', 'text/csv', 'text/html'] as const
@@ -48,10 +48,9 @@ export function statementsRoutes(statements: StatementsService, publicUrl: strin
     const tags = ['Statements']
     const negotiation = 'JSON by default; `Accept: text/csv` downloads it as CSV and `Accept: text/html` as a printable page. ' +
       '409 `date_invalid` for a month not over yet or over before the user was created; 404 (entity `asset`) and 409 `asset_not_supported` for the denomination.'
-    const heading = (request: FastifyRequest, denomination: string | undefined, decimalsOf: (code: string) => number): StatementHeading => {
-      const principal = principalOf(request)
+    const heading = (request: FastifyRequest, denomination: string | undefined): StatementHeading => {
       const code = denomination ?? 'USD'
-      return { userId: principal.userId ?? '', denomination: code, decimals: decimalsOf(code), generatedAt: new Date() }
+      return { userId: principalOf(request).userId ?? '', denomination: code, decimals: statements.decimalsOf(code), generatedAt: new Date() }
     }
 
     app.get(
@@ -72,7 +71,7 @@ export function statementsRoutes(statements: StatementsService, publicUrl: strin
         const format = preferredMediaType(request.headers.accept, FORMATS)
         const statement = await statements.portfolioStatement(principalOf(request), request.query)
         if (format === 'application/json') return reply.header('vary', 'accept').send({ statement })
-        const head = heading(request, request.query.denomination, (code) => statements.decimalsOf(code))
+        const head = heading(request, request.query.denomination)
         const name = `portfolio-statement-${request.query.year}-${String(request.query.month).padStart(2, '0')}`
         return sendDownload(reply, format, name, format === 'text/csv' ? portfolioStatementCsv(statement, head) : portfolioStatementHtml(statement, head))
       },
@@ -102,10 +101,8 @@ export function statementsRoutes(statements: StatementsService, publicUrl: strin
             pagination: paginationLinks({ baseUrl: publicUrl, requestUrl: request.url, window: result.window, anchor: undefined, hasNext: result.hasNext }),
           })
         }
-        const period = await statements.statedPeriod(principal, request.query)
-        const entries: TransactionsStatementEntry[] = []
-        for await (const page of statements.allTransactions(principal, request.query)) entries.push(...page)
-        const head = heading(request, request.query.denomination, (code) => statements.decimalsOf(code))
+        const { period, transactions: entries } = await statements.wholeTransactionsStatement(principal, request.query)
+        const head = heading(request, request.query.denomination)
         const name = `transactions-statement-${request.query.year}-${String(request.query.month).padStart(2, '0')}`
         return sendDownload(reply, format, name, format === 'text/csv' ? transactionsStatementCsv(entries, head) : transactionsStatementHtml(period, entries, head))
       },

@@ -115,8 +115,7 @@ export class StatementsService {
     }
   }
 
-  private async entries(transactions: readonly Transaction[], denomination: string): Promise<TransactionsStatementEntry[]> {
-    const mids = new Map<string, Promise<string | undefined>>()
+  private async entries(transactions: readonly Transaction[], denomination: string, mids = new Map<string, Promise<string | undefined>>()): Promise<TransactionsStatementEntry[]> {
     return Promise.all(transactions.map(async (transaction) => {
       const completed = new Date(transaction.completedAt ?? transaction.updatedAt)
       const minute = new Date(Math.floor(completed.getTime() / MINUTE) * MINUTE)
@@ -132,13 +131,15 @@ export class StatementsService {
     return { statement: { period: presentPeriod(period), transactions: await this.entries(page.transactions, denomination) }, window, hasNext: page.hasNext }
   }
 
-  /** The whole period's transactions statement, a page at a time: for downloads. */
-  async *allTransactions(principal: Principal, query: StatementQuery): AsyncGenerator<TransactionsStatementEntry[], void> {
+  /** The whole period's transactions statement, read a page at a time: for downloads. */
+  async wholeTransactionsStatement(principal: Principal, query: StatementQuery): Promise<{ period: { from: string; to: string }; transactions: TransactionsStatementEntry[] }> {
     const { period, denomination } = await this.period(principal, query)
+    const transactions: TransactionsStatementEntry[] = []
+    const mids = new Map<string, Promise<string | undefined>>()
     for (let page = 1; ; page++) {
       const read = await this.transactions.completedBetween(principal, period.from, period.end, pageWindow({ page, perPage: DOWNLOAD_PAGE }))
-      yield await this.entries(read.transactions, denomination)
-      if (!read.hasNext) return
+      transactions.push(...await this.entries(read.transactions, denomination, mids))
+      if (!read.hasNext) return { period: presentPeriod(period), transactions }
     }
   }
 
@@ -147,8 +148,4 @@ export class StatementsService {
     return this.assets.decimalsOf(code) ?? 2
   }
 
-  /** The statement's period as the API writes it, once statable: for downloads. */
-  async statedPeriod(principal: Principal, query: StatementQuery): Promise<{ from: string; to: string }> {
-    return presentPeriod((await this.period(principal, query)).period)
-  }
 }
