@@ -8,7 +8,7 @@ import addFormats from 'ajv-formats'
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { LoggerOptions } from 'pino'
 import type { Config } from './config.ts'
-import { buildContainer, type Container, type Services } from './container.ts'
+import { buildContainer, type Container, type ContainerDeps, type Services } from './container.ts'
 import { isReachable, type DatabaseHandle } from './db/database.ts'
 import { errorHandler, notFoundHandler } from './http/error-handler.ts'
 import { registerIdempotency } from './http/idempotency.ts'
@@ -32,6 +32,7 @@ import { portfolioRoutes, sandboxHistoryRoutes, statementsRoutes } from './modul
 import { transactionsRoutes } from './modules/transactions/index.ts'
 import { travelRuleRoutes } from './modules/travel-rule/index.ts'
 import { usersRoutes } from './modules/users/index.ts'
+import { webhookPortalRoutes, webhooksRoutes } from './modules/webhooks/index.ts'
 import { kycWidgetSessionsRoutes, pagesRoutes, travelRuleWidgetSessionsRoutes, widgetsRoutes } from './modules/widgets/index.ts'
 import { sandboxIssuerRoutes } from './providers/cards/sandbox-issuer.routes.ts'
 import { sandboxTravelRuleNodeRoutes } from './providers/travel-rule/sandbox-node.routes.ts'
@@ -47,6 +48,8 @@ export interface AppDeps {
   logger?: FastifyServerOptions['logger']
   /** Runs after the database is closed, when the app closes. */
   onClose?: () => void | Promise<void>
+  /** How the addresses of clients' URLs (webhook endpoints) are resolved; the system's resolver by default. */
+  outboundResolver?: ContainerDeps['outboundResolver']
 }
 
 function createAjv(options: AjvOptions): Ajv {
@@ -91,7 +94,14 @@ export function loggerOptions(level: Config['logLevel']): LoggerOptions {
 /** Builds the services over an open database, and the HTTP application over them. Closing the app closes the database. */
 export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Services }> {
   const app = createServer(deps.config, { logger: deps.logger ?? false })
-  const container = await buildContainer({ config: deps.config, database: deps.database, secrets: deps.secrets, logger: app.log, onClose: deps.onClose })
+  const container = await buildContainer({
+    config: deps.config,
+    database: deps.database,
+    secrets: deps.secrets,
+    logger: app.log,
+    onClose: deps.onClose,
+    ...(deps.outboundResolver ? { outboundResolver: deps.outboundResolver } : {}),
+  })
   await registerApi(app, container)
   return { app, services: container.services }
 }
@@ -162,7 +172,7 @@ async function registerApi(app: App, container: Container): Promise<void> {
   app.setErrorHandler(errorHandler(config.bodyLimitBytes))
   app.setNotFoundHandler(notFoundHandler)
 
-  const metrics = registerMetrics(app)
+  const metrics = registerMetrics(app, container.metrics)
   await registerOpenApi(app, {
     title: 'Tessera Core API',
     version: API_VERSION,
@@ -210,6 +220,8 @@ async function registerApi(app: App, container: Container): Promise<void> {
   await app.register(widgetsRoutes(services.widgets))
   await app.register(kycWidgetSessionsRoutes(services.kycWidgetSessions))
   await app.register(travelRuleWidgetSessionsRoutes(services.travelRuleWidgetSessions))
+  await app.register(webhooksRoutes(services.webhooks))
+  await app.register(webhookPortalRoutes(services.webhooks))
   await app.register(pagesRoutes({ publicUrl: config.publicUrl, allowedOrigins: config.allowedOrigins, sandbox: config.environment === 'sandbox' }))
   if (services.sandboxCardProcessor) {
     await app.register(sandboxIssuerRoutes(services.sandboxCardProcessor, { frameAncestors: config.allowedOrigins === '*' ? '*' : ["'self'", ...config.allowedOrigins].join(' ') }))

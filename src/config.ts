@@ -1,4 +1,5 @@
 import path from 'node:path'
+import { parseDurationList } from './lib/durations.ts'
 
 /**
  * The only reader of the environment. Every setting is declared once here, parsed, validated, and
@@ -78,6 +79,18 @@ export interface Config {
   /** How often the payment widget asks for a transaction's status, and how many times at most (WIDGET_POLL_INTERVAL_MS, WIDGET_POLL_MAX_ATTEMPTS). */
   widgetPollIntervalMs: number
   widgetPollMaxAttempts: number
+  /** Delays between the attempts to deliver a webhook message (WEBHOOK_RETRY_SCHEDULE, e.g. `5s,5m,30m,2h,5h,10h,10h`). */
+  webhookRetryDelaysMs: number[]
+  /** How long one webhook delivery attempt may take, answer included (WEBHOOK_TIMEOUT_MS). */
+  webhookTimeoutMs: number
+  /** How long a webhook management link, and the portal session it opens, last (WEBHOOK_PORTAL_LINK_TTL_SECONDS). */
+  webhookPortalLinkTtlSeconds: number
+  /** How long a rotated-out webhook secret keeps signing beside the new one by default (WEBHOOK_SECRET_GRACE_SECONDS). */
+  webhookSecretGraceSeconds: number
+  /** Webhook endpoints one organization may have (WEBHOOK_MAX_ENDPOINTS). */
+  webhookMaxEndpoints: number
+  /** How often the webhook dispatcher looks at the outbox when it is idle (WEBHOOK_DISPATCH_INTERVAL_MS). */
+  webhookDispatchIntervalMs: number
 }
 
 export class ConfigError extends Error {
@@ -212,6 +225,12 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     }
   }
 
+  const rawRetrySchedule = read('WEBHOOK_RETRY_SCHEDULE') ?? '5s,5m,30m,2h,5h,10h,10h'
+  const webhookRetryDelaysMs = parseDurationList(rawRetrySchedule)
+  if (webhookRetryDelaysMs === null) {
+    problems.push(`WEBHOOK_RETRY_SCHEDULE must be 1 to 50 delays separated by commas, each a whole number with a unit ms, s, m or h, e.g. 5s,5m,30m,2h (got "${rawRetrySchedule}")`)
+  }
+
   const config: Config = {
     environment,
     host,
@@ -256,6 +275,12 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     widgetSessionTtlSeconds: integer('WIDGET_SESSION_TTL_SECONDS', 900, 60, 86_400),
     widgetPollIntervalMs: integer('WIDGET_POLL_INTERVAL_MS', 1_000, 100, 60_000),
     widgetPollMaxAttempts: integer('WIDGET_POLL_MAX_ATTEMPTS', 180, 1, 10_000),
+    webhookRetryDelaysMs: webhookRetryDelaysMs ?? [],
+    webhookTimeoutMs: integer('WEBHOOK_TIMEOUT_MS', 15_000, 100, 60_000),
+    webhookPortalLinkTtlSeconds: integer('WEBHOOK_PORTAL_LINK_TTL_SECONDS', 3_600, 60, 604_800),
+    webhookSecretGraceSeconds: integer('WEBHOOK_SECRET_GRACE_SECONDS', 86_400, 0, 604_800),
+    webhookMaxEndpoints: integer('WEBHOOK_MAX_ENDPOINTS', 20, 1, 1_000),
+    webhookDispatchIntervalMs: integer('WEBHOOK_DISPATCH_INTERVAL_MS', 500, 10, 60_000),
   }
   if (config.quoteTtlMs > config.quoteMaxTtlMs) problems.push(`QUOTE_TTL_MS (${config.quoteTtlMs}) must not exceed QUOTE_MAX_TTL_MS (${config.quoteMaxTtlMs})`)
 

@@ -43,6 +43,9 @@ import { TermsOfServiceFile, TermsOfServiceService } from './modules/terms-of-se
 import { DepositsService, TransactionsService } from './modules/transactions/index.ts'
 import { DEFAULT_TRAVEL_RULE, RequestsForInformationService } from './modules/travel-rule/index.ts'
 import { UsersService } from './modules/users/index.ts'
+import { WebhookMetrics, WebhookSender, WebhooksService } from './modules/webhooks/index.ts'
+import type { Resolver } from './lib/outbound-address.ts'
+import { Registry } from 'prom-client'
 import { KycWidgetSessionsService, TravelRuleWidgetSessionsService, WidgetsService } from './modules/widgets/index.ts'
 import { SandboxCardProcessor } from './providers/cards/sandbox.ts'
 import { SandboxTravelRuleNode } from './providers/travel-rule/sandbox.ts'
@@ -64,6 +67,8 @@ export interface ContainerDeps {
   logger?: WorkerLogger
   /** Runs after the database is closed, when the container closes. */
   onClose?: () => void | Promise<void>
+  /** How the addresses of clients' URLs (webhook endpoints) are resolved; the system's resolver by default. */
+  outboundResolver?: Resolver
 }
 
 export interface Services {
@@ -108,6 +113,7 @@ export interface Services {
   travelRuleWidgetSessions: TravelRuleWidgetSessionsService
   /** Sandbox only (null in production): the simulated card processor, whose issuer pages Tessera serves. */
   sandboxCardProcessor: SandboxCardProcessor | null
+  webhooks: WebhooksService
 }
 
 export interface Container {
@@ -116,6 +122,8 @@ export interface Container {
   services: Services
   /** Keys the digests of requests stored with their Idempotency-Key (derived from the sealing key). */
   requestDigestKey: Buffer
+  /** Metrics of the background work (webhook delivery); the API adds its own and serves them at /metrics. */
+  metrics: Registry
   /**
    * Stops the worker (running jobs get `timeoutMs` to finish, then are given back to the queue) and the change
    * feed, then closes the database.
@@ -441,9 +449,40 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
     },
   })
 
+  const metrics = new Registry()
+  const webhookSender = new WebhookSender({
+    allowPrivateAddresses: config.environment === 'sandbox',
+    timeoutMs: config.webhookTimeoutMs,
+    ...(deps.outboundResolver ? { resolver: deps.outboundResolver } : {}),
+  })
+  const webhooks: WebhooksService = new WebhooksService({
+    db: database.db,
+    sealer: new Sealer(deps.secrets.sealingKey),
+    portalKey: derivePurposeKey(deps.secrets.sealingKey, 'webhooks/portal'),
+    sender: webhookSender,
+    settings: {
+      publicUrl: config.publicUrl,
+      allowPrivateAddresses: config.environment === 'sandbox',
+      retryDelaysMs: config.webhookRetryDelaysMs,
+      portalLinkTtlSeconds: config.webhookPortalLinkTtlSeconds,
+      secretGraceSeconds: config.webhookSecretGraceSeconds,
+      maxEndpointsPerOrganization: config.webhookMaxEndpoints,
+      dispatchIntervalMs: config.webhookDispatchIntervalMs,
+      dispatchBatchSize: 500,
+      deliveryBatchSize: 50,
+      deliveryRunMs: 10_000,
+      idleLookMs: 60_000,
+    },
+    metrics: new WebhookMetrics(metrics, () => webhooks.queueDepth()),
+    ...(deps.outboundResolver ? { resolver: deps.outboundResolver } : {}),
+    poke: pokeWorker,
+  })
+  webhooks.registerJobs(jobs)
+
   return {
     config,
     database,
+    metrics,
     requestDigestKey: derivePurposeKey(deps.secrets.sealingKey, 'idempotency/request-digest'),
     services: {
       clients,
@@ -482,9 +521,11 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
       widgets,
       kycWidgetSessions,
       travelRuleWidgetSessions,
+      webhooks,
     },
     async close(timeoutMs = config.shutdownTimeoutMs) {
       await worker.stop(timeoutMs)
+      webhookSender.close()
       await changes.stop()
       await database.close()
       await deps.onClose?.()

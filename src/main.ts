@@ -57,6 +57,8 @@ async function serve(config: Config, role: Role): Promise<void> {
   const secrets = loadOrCreateSecrets(config.dataDir, config)
   const logger = pino(loggerOptions(config.logLevel))
   const container = await buildContainer({ config, database, secrets, logger, onClose: release })
+  // The migrations create the webhook dispatcher's job; a deployment that lost it gets it back here.
+  if (role !== 'api') await container.services.webhooks.ensureDispatcher()
 
   if (role === 'worker') return work(container, logger)
   const { services } = container

@@ -513,6 +513,74 @@ export interface PortfolioHistoryTable {
   epoch: number
 }
 
+/** Where an organization's events are delivered (src/modules/webhooks). */
+export interface WebhookEndpointsTable {
+  organization_id: string
+  id: string
+  url: string
+  description: string
+  /** The catalogue types it receives; empty for all. */
+  event_types: Json<string[]>
+  disabled_at: Date | null
+  /** `manual` or `delivery-failing`. */
+  disabled_reason: string | null
+  secret_sealed: string
+  previous_secret_sealed: string | null
+  previous_secret_expires_at: Date | null
+  secret_rotated_at: Date | null
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+/** An event to deliver to one endpoint, in `seq` order. */
+export interface WebhookMessagesTable {
+  organization_id: string
+  id: string
+  seq: ColumnType<never, never, never>
+  endpoint_id: string
+  event_id: string
+  event_type: string
+  /** `event`, `resend`, `replay` or `test`. */
+  origin: string
+  /** `pending`, `delivered` or `failed`. */
+  status: string
+  attempts: number
+  next_attempt_at: Timestamp
+  created_at: Timestamp
+  finished_at: Date | null
+}
+
+export interface WebhookAttemptsTable {
+  organization_id: string
+  id: string
+  endpoint_id: string
+  message_id: string
+  event_id: string
+  attempt: number
+  url: string
+  succeeded: boolean
+  response_status: number | null
+  duration_ms: number
+  response_excerpt: string
+  error: string | null
+  error_message: string | null
+  created_at: Timestamp
+}
+
+export interface WebhookDispatcherTable {
+  id: number
+  dispatched_at: Date | null
+}
+
+export interface WebhookPortalLinksTable {
+  organization_id: string
+  id: string
+  client_id: string
+  expires_at: Timestamp
+  opened_at: Date | null
+  created_at: Timestamp
+}
+
 export interface Database {
   organizations: OrganizationsTable
   clients: ClientsTable
@@ -545,6 +613,11 @@ export interface Database {
   requests_for_information: RequestsForInformationTable
   portfolio_positions: PortfolioPositionsTable
   portfolio_history: PortfolioHistoryTable
+  webhook_endpoints: WebhookEndpointsTable
+  webhook_messages: WebhookMessagesTable
+  webhook_attempts: WebhookAttemptsTable
+  webhook_dispatcher: WebhookDispatcherTable
+  webhook_portal_links: WebhookPortalLinksTable
 }
 
 export type Db = Kysely<Database>
@@ -567,6 +640,9 @@ export type LedgerTransactionRow = Selectable<LedgerTransactionsTable>
 export type LedgerHoldRow = Selectable<LedgerHoldsTable>
 export type AccountRow = Selectable<AccountsTable>
 export type JobRow = Selectable<JobsTable>
+export type WebhookEndpointRow = Selectable<WebhookEndpointsTable>
+export type WebhookMessageRow = Selectable<WebhookMessagesTable>
+export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>
 export type TransactionRow = Selectable<TransactionsTable>
 export type DepositMethodRow = Selectable<DepositMethodsTable>
 export type QuoteRow = Selectable<QuotesTable>

@@ -30,6 +30,8 @@ export const ERROR_CATALOGUE = {
   internal_error: { status: 500, description: 'An unexpected failure; report the request id.' },
   service_unavailable: { status: 503, description: 'A temporary failure (a concurrent change, a provider unreachable); retry after `Retry-After` seconds.' },
   conflict: { status: 409, description: 'The request conflicts with an existing entity.' },
+  link_already_used: { status: 410, description: 'The webhook management link was already opened: each opens the portal once; request a new one.' },
+  webhook_endpoints_limit_exceeded: { status: 409, description: 'The organization has as many webhook endpoints as allowed; `details.threshold` gives the limit.' },
   idempotency_request_in_progress: { status: 409, description: 'A request with the same `Idempotency-Key` is still being processed.' },
   account_archived: { status: 409, description: 'The account is archived and takes no movements.' },
   account_has_balance: { status: 409, description: 'The account still holds money and cannot be archived.' },

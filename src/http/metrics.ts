@@ -1,9 +1,11 @@
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client'
 import type { App } from './types.ts'
 
-/** Prometheus metrics of one app instance: process metrics and request counts and durations per route. */
-export function registerMetrics(app: App): Registry {
-  const registry = new Registry()
+/**
+ * Prometheus metrics of one app instance: process metrics and request counts and durations per route, added to
+ * `registry` (the container's, which holds the background work's metrics) or a registry of their own.
+ */
+export function registerMetrics(app: App, registry: Registry = new Registry()): Registry {
   collectDefaultMetrics({ register: registry })
   const duration = new Histogram({
     name: 'http_request_duration_seconds',

@@ -57,6 +57,11 @@ export async function registerOpenApi(app: FastifyInstance, options: OpenApiOpti
             description: 'OAuth 2.0 client credentials; send the access token as `Authorization: Bearer <token>`.',
             flows: { clientCredentials: { tokenUrl: '/core/oauth2/token', scopes: options.scopes } },
           },
+          WebhookPortal: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'The webhook portal\'s session: opened with a management link (`POST /hosted/webhooks/api/sessions`), for one organization, until the link expires.',
+          },
         },
         headers: {
           [REQUEST_ID_HEADER]: {
@@ -89,6 +94,7 @@ export async function registerOpenApi(app: FastifyInstance, options: OpenApiOpti
           : Object.values((auth.scopes as ScopesByParam).byValue).map((scopes) => ({ OAuth2: [...scopes] }))
         transformed['x-service'] = { security: { OAuth2: { subjects: [...auth.subjects] } } }
       }
+      if (route.config?.webhookPortal === true) transformed.security = [{ WebhookPortal: [] }]
       return { schema: transformed as FastifySchema, url }
     },
     transformObject: (documentObject) => {

@@ -66,6 +66,7 @@ const errorDescriptions: Record<number, string> = {
   403: 'The token lacks a required scope, or the operation is not available to the subject.',
   404: 'The entity does not exist or belongs to another organization.',
   409: 'The request conflicts with the current state or a business rule.',
+  410: 'The link was already used.',
   412: 'A conditional header does not match the current state.',
   413: 'The content is larger than allowed.',
   415: 'The request content type is not supported.',

@@ -8,6 +8,8 @@ declare module 'fastify' {
     auth?: RouteAuth
     /** Errors of this route use the RFC 6749 shape `{error, error_description}`. */
     oauthErrors?: boolean
+    /** The route is the webhook portal's: it takes the portal session's token (src/modules/webhooks), not an access token. */
+    webhookPortal?: boolean
   }
   interface FastifyRequest {
     principal: Principal | null

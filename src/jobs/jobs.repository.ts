@@ -145,3 +145,17 @@ export async function wake(db: Executor, type: string, organizationId: string, f
     .executeTakeFirst()
   return Number(result.numUpdatedRows)
 }
+
+/** Whether a job of the type whose payload has `field` = `value` is waiting or running (not finished). */
+export async function hasActive(db: Executor, type: string, organizationId: string | null, field: string, value: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('jobs')
+    .select('id')
+    .where('type', '=', type)
+    .where('organization_id', organizationId === null ? 'is' : '=', organizationId)
+    .where('status', 'in', ['pending', 'running'])
+    .where(sql<string>`payload->>${field}`, '=', value)
+    .limit(1)
+    .executeTakeFirst()
+  return row !== undefined
+}

@@ -1,7 +1,7 @@
 import type { Executor, JobRow } from '../db/schema.ts'
 import { uuidv7 } from '../lib/ids.ts'
 import { DEFAULT_RETRY_POLICY } from './backoff.ts'
-import { insertJob, wake } from './jobs.repository.ts'
+import { hasActive, insertJob, wake } from './jobs.repository.ts'
 
 export interface NewJob {
   type: string
@@ -32,6 +32,11 @@ export async function enqueue(executor: Executor, job: NewJob): Promise<string> 
  */
 export function wakeJobs(executor: Executor, type: string, organizationId: string, field: string, values: readonly string[]): Promise<number> {
   return wake(executor, type, organizationId, field, values, new Date())
+}
+
+/** Whether a job of the type whose payload has `field` = `value` is still to run or running. */
+export function hasActiveJob(executor: Executor, type: string, organizationId: string | null, field: string, value: string): Promise<boolean> {
+  return hasActive(executor, type, organizationId, field, value)
 }
 
 export interface JobContext {

@@ -34,6 +34,7 @@ export const ERROR_CODES = [
   'invalid_number',
   'json_patch_failed',
   'ledger_reference_reused',
+  'link_already_used',
   'locale_invalid',
   'max_files_limit_exceeded',
   'number_invalid',
@@ -61,6 +62,7 @@ export const ERROR_CODES = [
   'transaction_node_invalid',
   'transaction_reference_reused',
   'user_capability_failure',
+  'webhook_endpoints_limit_exceeded',
 ] as const
 
 export type ErrorCode = (typeof ERROR_CODES)[number]

@@ -15,6 +15,7 @@ import * as m0013 from './0013_card_payments.ts'
 import * as m0014 from './0014_external_account_verifications.ts'
 import * as m0015 from './0015_requests_for_information_and_job_wakes.ts'
 import * as m0016 from './0016_portfolio.ts'
+import * as m0017 from './0017_webhooks.ts'
 
 /** Numbered, forward-only migrations; append new ones, never edit an applied one. */
 const migrations: Record<string, Migration> = {
@@ -34,6 +35,7 @@ const migrations: Record<string, Migration> = {
   '0014_external_account_verifications': m0014,
   '0015_requests_for_information_and_job_wakes': m0015,
   '0016_portfolio': m0016,
+  '0017_webhooks': m0017,
 }
 
 export const migrationProvider: MigrationProvider = {

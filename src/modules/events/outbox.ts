@@ -9,6 +9,11 @@ export interface OutboxEvent {
   userId?: string | null
   data: Record<string, unknown>
   occurredAt?: Date
+  /**
+   * Set for an event that is not to be fanned out to the organization's webhook endpoints (a test event queued for
+   * one endpoint by the portal): it is recorded as already dispatched.
+   */
+  dispatchedAt?: Date
 }
 
 /**
@@ -32,6 +37,7 @@ export async function recordEvents(executor: Executor, events: readonly OutboxEv
     user_id: event.userId ?? null,
     data: JSON.stringify(event.data),
     occurred_at: event.occurredAt ?? new Date(),
+    dispatched_at: event.dispatchedAt ?? null,
   }))
   await executor.insertInto('outbox_events').values(rows).execute()
   return rows.map((row) => row.id)
@@ -46,5 +52,97 @@ export function eventsAbout(executor: Executor, organizationId: string, subject:
     .where('subject_type', '=', subject.type)
     .where('subject_id', '=', subject.id)
     .orderBy('id')
+    .execute()
+}
+
+/**
+ * Whether an event of the type about the subject occurred at `at`. A job that announces a moment of its own (when
+ * a cooldown ends) asks it, under a lock of the subject, in the transaction that would record the event: at most one.
+ */
+export async function hasEventAt(executor: Executor, organizationId: string, subject: { type: string; id: string }, type: string, at: Date): Promise<boolean> {
+  const row = await executor
+    .selectFrom('outbox_events')
+    .select('id')
+    .where('organization_id', '=', organizationId)
+    .where('subject_type', '=', subject.type)
+    .where('subject_id', '=', subject.id)
+    .where('type', '=', type)
+    .where('occurred_at', '=', at)
+    .limit(1)
+    .executeTakeFirst()
+  return row !== undefined
+}
+
+/** An event as webhook delivery reads it. */
+export interface RecordedEvent {
+  id: string
+  organizationId: string
+  type: string
+  subjectType: string
+  data: Record<string, unknown>
+  occurredAt: Date
+}
+
+const toRecorded = (row: Pick<OutboxEventRow, 'id' | 'organization_id' | 'type' | 'subject_type' | 'data' | 'occurred_at'>): RecordedEvent => ({
+  id: row.id,
+  organizationId: row.organization_id,
+  type: row.type,
+  subjectType: row.subject_type,
+  data: row.data,
+  occurredAt: row.occurred_at,
+})
+
+/**
+ * The oldest events not dispatched yet (committed ones: a transaction still writing its events is not waited for).
+ * One dispatcher at a time calls it (webhooks hold a lock for that), in the transaction that marks them dispatched.
+ */
+export async function undispatchedEvents(executor: Executor, limit: number): Promise<RecordedEvent[]> {
+  const rows = await executor
+    .selectFrom('outbox_events')
+    .select(['id', 'organization_id', 'type', 'subject_type', 'data', 'occurred_at'])
+    .where('dispatched_at', 'is', null)
+    .orderBy('id')
+    .limit(limit)
+    .execute()
+  return rows.map(toRecorded)
+}
+
+export async function markDispatched(executor: Executor, ids: readonly string[], at: Date): Promise<void> {
+  if (ids.length === 0) return
+  await executor.updateTable('outbox_events').set({ dispatched_at: at }).where('id', 'in', ids).execute()
+}
+
+/** Events of an organization by id (those that exist). */
+export async function eventsByIds(executor: Executor, organizationId: string, ids: readonly string[]): Promise<RecordedEvent[]> {
+  if (ids.length === 0) return []
+  const rows = await executor
+    .selectFrom('outbox_events')
+    .select(['id', 'organization_id', 'type', 'subject_type', 'data', 'occurred_at'])
+    .where('organization_id', '=', organizationId)
+    .where('id', 'in', ids)
+    .execute()
+  return rows.map(toRecorded)
+}
+
+/**
+ * The dispatched events of an organization that occurred from `since` on, of the given types, oldest first, leaving
+ * out those about `excludeSubjectType`; at most `limit`.
+ */
+export async function dispatchedEventsSince(
+  executor: Executor,
+  input: { organizationId: string; since: Date; types: readonly string[]; excludeSubjectType: string; limit: number },
+): Promise<{ id: string; type: string }[]> {
+  if (input.types.length === 0) return []
+  return executor
+    .selectFrom('outbox_events')
+    .select(['id', 'type'])
+    .where('organization_id', '=', input.organizationId)
+    .where('occurred_at', '>=', input.since)
+    .where('dispatched_at', 'is not', null)
+    .where('type', 'in', input.types)
+    .where('subject_type', '<>', input.excludeSubjectType)
+    .orderBy('occurred_at')
+    .orderBy('id')
+    .limit(input.limit)
     .execute()
 }

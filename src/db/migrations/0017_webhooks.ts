@@ -1,0 +1,103 @@
+import { sql, type Kysely } from 'kysely'
+
+export async function up(db: Kysely<unknown>): Promise<void> {
+  // Where an organization wants its events delivered (src/modules/webhooks). The signing secret is sealed at rest;
+  // after a rotation the previous one keeps signing beside it until `previous_secret_expires_at`.
+  await db.schema
+    .createTable('webhook_endpoints')
+    .addColumn('organization_id', 'uuid', (c) => c.notNull().references('organizations.id'))
+    .addColumn('id', 'uuid', (c) => c.notNull())
+    .addColumn('url', 'text', (c) => c.notNull())
+    .addColumn('description', 'text', (c) => c.notNull())
+    // The event types it receives; empty for every type of the catalogue.
+    .addColumn('event_types', 'jsonb', (c) => c.notNull())
+    .addColumn('disabled_at', 'timestamptz')
+    .addColumn('disabled_reason', 'text')
+    .addColumn('secret_sealed', 'text', (c) => c.notNull())
+    .addColumn('previous_secret_sealed', 'text')
+    .addColumn('previous_secret_expires_at', 'timestamptz')
+    .addColumn('secret_rotated_at', 'timestamptz')
+    .addColumn('created_at', 'timestamptz', (c) => c.notNull())
+    .addColumn('updated_at', 'timestamptz', (c) => c.notNull())
+    .addPrimaryKeyConstraint('webhook_endpoints_pk', ['organization_id', 'id'])
+    .execute()
+
+  // One event to deliver to one endpoint. `seq` is the delivery order: every message is inserted while the
+  // dispatcher's row lock is held (webhook_dispatcher), so a later `seq` is never committed before an earlier one.
+  await db.schema
+    .createTable('webhook_messages')
+    .addColumn('organization_id', 'uuid', (c) => c.notNull())
+    .addColumn('id', 'uuid', (c) => c.notNull())
+    .addColumn('seq', 'bigint', (c) => c.notNull().generatedAlwaysAsIdentity())
+    .addColumn('endpoint_id', 'uuid', (c) => c.notNull())
+    .addColumn('event_id', 'uuid', (c) => c.notNull())
+    .addColumn('event_type', 'text', (c) => c.notNull())
+    // Why it was queued: dispatched from the outbox, resent, replayed, or a test event.
+    .addColumn('origin', 'text', (c) => c.notNull())
+    .addColumn('status', 'text', (c) => c.notNull())
+    .addColumn('attempts', 'integer', (c) => c.notNull())
+    .addColumn('next_attempt_at', 'timestamptz', (c) => c.notNull())
+    .addColumn('created_at', 'timestamptz', (c) => c.notNull())
+    .addColumn('finished_at', 'timestamptz')
+    .addPrimaryKeyConstraint('webhook_messages_pk', ['organization_id', 'id'])
+    .addForeignKeyConstraint('webhook_messages_endpoint_fk', ['organization_id', 'endpoint_id'], 'webhook_endpoints', ['organization_id', 'id'], (c) => c.onDelete('cascade'))
+    .execute()
+  // The head of each endpoint's queue, and the depth of all queues.
+  await db.schema
+    .createIndex('webhook_messages_pending')
+    .on('webhook_messages')
+    .columns(['organization_id', 'endpoint_id', 'seq'])
+    .where(sql.ref('status'), '=', 'pending')
+    .execute()
+  await db.schema.createIndex('webhook_messages_endpoint').on('webhook_messages').columns(['organization_id', 'endpoint_id', 'seq']).execute()
+  await db.schema.createIndex('webhook_messages_event').on('webhook_messages').columns(['organization_id', 'event_id']).execute()
+
+  // Every attempt to deliver a message, as it went: answer status, time taken, the start of the answer.
+  await db.schema
+    .createTable('webhook_attempts')
+    .addColumn('organization_id', 'uuid', (c) => c.notNull())
+    .addColumn('id', 'uuid', (c) => c.notNull())
+    .addColumn('endpoint_id', 'uuid', (c) => c.notNull())
+    .addColumn('message_id', 'uuid', (c) => c.notNull())
+    .addColumn('event_id', 'uuid', (c) => c.notNull())
+    .addColumn('attempt', 'integer', (c) => c.notNull())
+    .addColumn('url', 'text', (c) => c.notNull())
+    .addColumn('succeeded', 'boolean', (c) => c.notNull())
+    .addColumn('response_status', 'integer')
+    .addColumn('duration_ms', 'integer', (c) => c.notNull())
+    .addColumn('response_excerpt', 'text', (c) => c.notNull())
+    .addColumn('error', 'text')
+    .addColumn('error_message', 'text')
+    .addColumn('created_at', 'timestamptz', (c) => c.notNull())
+    .addPrimaryKeyConstraint('webhook_attempts_pk', ['organization_id', 'id'])
+    .addForeignKeyConstraint('webhook_attempts_endpoint_fk', ['organization_id', 'endpoint_id'], 'webhook_endpoints', ['organization_id', 'id'], (c) => c.onDelete('cascade'))
+    .execute()
+  await db.schema.createIndex('webhook_attempts_endpoint').on('webhook_attempts').columns(['organization_id', 'endpoint_id', 'id']).execute()
+  await db.schema.createIndex('webhook_attempts_event').on('webhook_attempts').columns(['organization_id', 'event_id']).execute()
+  await db.schema.createIndex('webhook_attempts_message').on('webhook_attempts').columns(['organization_id', 'message_id']).execute()
+
+  // The one row whose lock every insertion of messages takes: dispatching from the outbox, resends, replays and test
+  // events queue one at a time, so the order of `seq` is the order of commits.
+  await db.schema.createTable('webhook_dispatcher').addColumn('id', 'integer', (c) => c.primaryKey()).addColumn('dispatched_at', 'timestamptz').execute()
+  await sql`insert into webhook_dispatcher (id, dispatched_at) values (1, null)`.execute(db)
+
+  // A replay from the portal reads an organization's events from a moment on.
+  await db.schema.createIndex('outbox_events_occurred').on('outbox_events').columns(['organization_id', 'occurred_at']).execute()
+
+  // The dispatcher's job: it lives for ever, waking itself to look at the outbox (src/modules/webhooks). Workers
+  // started on this schema find it there; `serve` recreates it should it ever be missing.
+  await sql`insert into jobs (id, organization_id, type, payload, status, attempts, max_attempts, run_at, created_at, updated_at)
+    values (gen_random_uuid(), null, 'webhooks.dispatch', '{"role":"dispatcher"}'::jsonb, 'pending', 0, 25, now(), now(), now())`.execute(db)
+
+  // Management links (POST /core/webhooks/management-link): each opens the portal once, until it expires.
+  await db.schema
+    .createTable('webhook_portal_links')
+    .addColumn('organization_id', 'uuid', (c) => c.notNull().references('organizations.id'))
+    .addColumn('id', 'uuid', (c) => c.notNull())
+    .addColumn('client_id', 'uuid', (c) => c.notNull())
+    .addColumn('expires_at', 'timestamptz', (c) => c.notNull())
+    .addColumn('opened_at', 'timestamptz')
+    .addColumn('created_at', 'timestamptz', (c) => c.notNull())
+    .addPrimaryKeyConstraint('webhook_portal_links_pk', ['organization_id', 'id'])
+    .execute()
+}
