@@ -32,7 +32,7 @@ import { portfolioRoutes, sandboxHistoryRoutes, statementsRoutes } from './modul
 import { transactionsRoutes } from './modules/transactions/index.ts'
 import { travelRuleRoutes } from './modules/travel-rule/index.ts'
 import { usersRoutes } from './modules/users/index.ts'
-import { webhookPortalRoutes, webhooksRoutes } from './modules/webhooks/index.ts'
+import { webhookPortalPageRoutes, webhookPortalRoutes, webhooksRoutes } from './modules/webhooks/index.ts'
 import { kycWidgetSessionsRoutes, pagesRoutes, travelRuleWidgetSessionsRoutes, widgetsRoutes } from './modules/widgets/index.ts'
 import { sandboxIssuerRoutes } from './providers/cards/sandbox-issuer.routes.ts'
 import { sandboxTravelRuleNodeRoutes } from './providers/travel-rule/sandbox-node.routes.ts'
@@ -222,6 +222,7 @@ async function registerApi(app: App, container: Container): Promise<void> {
   await app.register(travelRuleWidgetSessionsRoutes(services.travelRuleWidgetSessions))
   await app.register(webhooksRoutes(services.webhooks))
   await app.register(webhookPortalRoutes(services.webhooks))
+  await app.register(webhookPortalPageRoutes({ publicUrl: config.publicUrl }))
   await app.register(pagesRoutes({ publicUrl: config.publicUrl, allowedOrigins: config.allowedOrigins, sandbox: config.environment === 'sandbox' }))
   if (services.sandboxCardProcessor) {
     await app.register(sandboxIssuerRoutes(services.sandboxCardProcessor, { frameAncestors: config.allowedOrigins === '*' ? '*' : ["'self'", ...config.allowedOrigins].join(' ') }))

@@ -1,5 +1,5 @@
 import type { Config } from './config.ts'
-import type { Executor } from './db/schema.ts'
+import type { Db, Executor } from './db/schema.ts'
 import { ChangeFeed } from './db/changes.ts'
 import type { DatabaseHandle } from './db/database.ts'
 import { defineDepositFlow } from './flows/deposit.flow.ts'
@@ -450,32 +450,13 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
   })
 
   const metrics = new Registry()
-  const webhookSender = new WebhookSender({
-    allowPrivateAddresses: config.environment === 'sandbox',
-    timeoutMs: config.webhookTimeoutMs,
-    ...(deps.outboundResolver ? { resolver: deps.outboundResolver } : {}),
-  })
-  const webhooks: WebhooksService = new WebhooksService({
+  const { webhooks, sender: webhookSender } = buildWebhooks({
+    config,
     db: database.db,
-    sealer: new Sealer(deps.secrets.sealingKey),
-    portalKey: derivePurposeKey(deps.secrets.sealingKey, 'webhooks/portal'),
-    sender: webhookSender,
-    settings: {
-      publicUrl: config.publicUrl,
-      allowPrivateAddresses: config.environment === 'sandbox',
-      retryDelaysMs: config.webhookRetryDelaysMs,
-      portalLinkTtlSeconds: config.webhookPortalLinkTtlSeconds,
-      secretGraceSeconds: config.webhookSecretGraceSeconds,
-      maxEndpointsPerOrganization: config.webhookMaxEndpoints,
-      dispatchIntervalMs: config.webhookDispatchIntervalMs,
-      dispatchBatchSize: 500,
-      deliveryBatchSize: 50,
-      deliveryRunMs: 10_000,
-      idleLookMs: 60_000,
-    },
-    metrics: new WebhookMetrics(metrics, () => webhooks.queueDepth()),
-    ...(deps.outboundResolver ? { resolver: deps.outboundResolver } : {}),
+    sealingKey: deps.secrets.sealingKey,
+    registry: metrics,
     poke: pokeWorker,
+    ...(deps.outboundResolver ? { resolver: deps.outboundResolver } : {}),
   })
   webhooks.registerJobs(jobs)
 
@@ -531,4 +512,40 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
       await deps.onClose?.()
     },
   }
+}
+
+/**
+ * The webhooks service of a deployment, over its database and sealing key: what the container runs, and what the CLI
+ * uses to list and replay deliveries. Closing the sender closes its pooled connections.
+ */
+export function buildWebhooks(input: { config: Config; db: Db; sealingKey: string; registry?: Registry; resolver?: Resolver; poke?: () => void }): { webhooks: WebhooksService; sender: WebhookSender } {
+  const { config } = input
+  const sender = new WebhookSender({
+    allowPrivateAddresses: config.environment === 'sandbox',
+    timeoutMs: config.webhookTimeoutMs,
+    ...(input.resolver ? { resolver: input.resolver } : {}),
+  })
+  const webhooks: WebhooksService = new WebhooksService({
+    db: input.db,
+    sealer: new Sealer(input.sealingKey),
+    portalKey: derivePurposeKey(input.sealingKey, 'webhooks/portal'),
+    sender,
+    settings: {
+      publicUrl: config.publicUrl,
+      allowPrivateAddresses: config.environment === 'sandbox',
+      retryDelaysMs: config.webhookRetryDelaysMs,
+      portalLinkTtlSeconds: config.webhookPortalLinkTtlSeconds,
+      secretGraceSeconds: config.webhookSecretGraceSeconds,
+      maxEndpointsPerOrganization: config.webhookMaxEndpoints,
+      dispatchIntervalMs: config.webhookDispatchIntervalMs,
+      dispatchBatchSize: 500,
+      deliveryBatchSize: 50,
+      deliveryRunMs: 10_000,
+      idleLookMs: 60_000,
+    },
+    ...(input.registry ? { metrics: new WebhookMetrics(input.registry, () => webhooks.queueDepth()) } : {}),
+    ...(input.resolver ? { resolver: input.resolver } : {}),
+    ...(input.poke ? { poke: input.poke } : {}),
+  })
+  return { webhooks, sender }
 }

@@ -2,7 +2,8 @@ import { parseArgs } from 'node:util'
 import { pino, type Logger } from 'pino'
 import { buildApi, loggerOptions } from './app.ts'
 import { ConfigError, loadConfig, type Config } from './config.ts'
-import { buildContainer, type Container } from './container.ts'
+import { buildContainer, buildWebhooks, type Container } from './container.ts'
+import { DomainError } from './lib/errors.ts'
 import { ChangeFeed } from './db/changes.ts'
 import { migrateToLatest, openDatabase, type DatabaseHandle } from './db/database.ts'
 import { DataDirBusyError, loadOrCreateSecrets, lockDataDir } from './lib/data-dir.ts'
@@ -23,6 +24,14 @@ Commands:
   clients revoke ID                   Revoke a client; its tokens stop working at once.
   ledger check                        Verify the ledger's invariants; prints a JSON report. Exits 3 and names
                                       every offending transaction or account when one is broken.
+  webhooks list [--organization ID] [--endpoint ID] [--event ID] [--status pending|delivered|failed] [--limit N]
+                                      List webhook messages, newest first, with where their delivery stands.
+  webhooks attempts --endpoint ID [--message ID] [--limit N]
+                                      List delivery attempts of an endpoint (or of one of its messages).
+  webhooks replay --endpoint ID --since TIME
+                                      Queue again for the endpoint every event since TIME (ISO 8601).
+  webhooks resend --endpoint ID --message ID
+                                      Queue one message's event for its endpoint again.
 
 Configuration comes from the environment; see docs/configuration.md.`
 
@@ -191,6 +200,76 @@ async function ledger(config: Config, args: string[]): Promise<void> {
   }
 }
 
+const WEBHOOK_STATUSES = ['pending', 'delivered', 'failed']
+
+async function webhooks(config: Config, args: string[]): Promise<void> {
+  const [action, ...rest] = args
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: {
+      organization: { type: 'string' },
+      endpoint: { type: 'string' },
+      event: { type: 'string' },
+      message: { type: 'string' },
+      status: { type: 'string' },
+      since: { type: 'string' },
+      limit: { type: 'string', default: '50' },
+    },
+  })
+  if (positionals.length > 0) throw new ClientInputError(`Unexpected arguments "${positionals.join(' ')}"\n\n${USAGE}`)
+  const limit = Number(values.limit)
+  if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new ClientInputError('--limit must be an integer from 1 to 10000')
+  if (values.status !== undefined && !WEBHOOK_STATUSES.includes(values.status)) throw new ClientInputError(`--status must be one of ${WEBHOOK_STATUSES.join(', ')}`)
+  const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+  for (const name of ['organization', 'endpoint', 'event', 'message'] as const) {
+    if (values[name] !== undefined && !uuid.test(values[name])) throw new ClientInputError(`--${name} must be a UUID`)
+  }
+  const required = (name: 'endpoint' | 'message' | 'since'): string => {
+    if (values[name] === undefined) throw new ClientInputError(`--${name} is required for webhooks ${action}`)
+    return values[name]
+  }
+  if (!['list', 'attempts', 'replay', 'resend'].includes(action ?? '')) throw new ClientInputError(`Unknown webhooks command "${action ?? ''}"\n\n${USAGE}`)
+  const { database, release } = await openForCommand(
+    config,
+    'stop the server first, or run Tessera on PostgreSQL (DATABASE_URL) where deliveries can be managed while it serves.',
+  )
+  const { webhooks: service, sender } = buildWebhooks({ config, db: database.db, sealingKey: loadOrCreateSecrets(config.dataDir, config).sealingKey })
+  try {
+    let output: unknown
+    if (action === 'list') {
+      output = await service.findMessages({
+        limit,
+        ...(values.organization ? { organizationId: values.organization } : {}),
+        ...(values.endpoint ? { endpointId: values.endpoint } : {}),
+        ...(values.event ? { eventId: values.event } : {}),
+        ...(values.status ? { status: values.status } : {}),
+      })
+    } else {
+      const endpointId = required('endpoint')
+      const organizationId = await service.organizationOfEndpoint(endpointId)
+      if (action === 'attempts') {
+        output = await service.listAttempts(organizationId, { endpointId, limit, ...(values.message ? { messageId: values.message } : {}) })
+      } else if (action === 'replay') {
+        const since = new Date(required('since'))
+        if (Number.isNaN(since.getTime())) throw new ClientInputError('--since must be a time in ISO 8601, e.g. 2026-01-31T12:00:00Z')
+        output = await service.replay(organizationId, endpointId, since)
+      } else {
+        output = await service.resend(organizationId, endpointId, required('message'))
+      }
+    }
+    process.stdout.write(`${JSON.stringify(output, null, 2)}\n`)
+  } catch (error) {
+    // A refusal of the service (an unknown endpoint, a time out of range) is the operator's input, not a crash.
+    if (error instanceof DomainError) throw new ClientInputError(`${error.message}${error.details ? ` ${JSON.stringify(error.details)}` : ''}`)
+    throw error
+  } finally {
+    sender.close()
+    await database.close()
+    release()
+  }
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command = 'serve', ...args] = argv
   if (command === '--help' || command === '-h' || command === 'help') {
@@ -212,6 +291,8 @@ async function main(argv: string[]): Promise<void> {
       return clients(config, args)
     case 'ledger':
       return ledger(config, args)
+    case 'webhooks':
+      return webhooks(config, args)
     default:
       throw new ClientInputError(`Unknown command "${command}"\n\n${USAGE}`)
   }

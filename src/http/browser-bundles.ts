@@ -16,6 +16,7 @@ export const BROWSER_ENTRIES: Readonly<Record<string, string>> = {
   'payment-widget-return': 'widgets/payment-widget/return.ts',
   'kyc-widget': 'widgets/kyc-widget/main.ts',
   'travel-rule-widget': 'widgets/travel-rule-widget/main.ts',
+  'webhook-portal': 'widgets/webhook-portal/main.ts',
   'example-payment-widget': 'examples/payment-widget/main.ts',
 }
 

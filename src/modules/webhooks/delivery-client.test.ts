@@ -114,7 +114,8 @@ test('an endpoint that never answers times out within the bound', async (t) => {
   const server = await endpoint(t, () => {})
   const outcome = await sender(t, { timeoutMs: 200 }).send({ ...message, url: server.url })
   assert.deepEqual([outcome.ok, outcome.status, outcome.error, outcome.message], [false, null, 'timeout', 'no complete answer within 200 ms'])
-  assert.ok(outcome.durationMs >= 195 && outcome.durationMs < 600, `${outcome.durationMs} ms`)
+  // Never before the bound; the upper limit leaves room for a loaded machine.
+  assert.ok(outcome.durationMs >= 195 && outcome.durationMs < 3000, `${outcome.durationMs} ms`)
 })
 
 test('an answer whose body never ends times out with its status', async (t) => {
@@ -124,13 +125,13 @@ test('an answer whose body never ends times out with its status', async (t) => {
 })
 
 test('an aborted signal ends the attempt as a timeout with message "aborted"', async (t) => {
-  const server = await endpoint(t, () => {})
-  const client = sender(t, { timeoutMs: 1500 })
   const controller = new AbortController()
-  setTimeout(() => controller.abort(), 50)
+  // Aborted once the endpoint has the request (and never answers it): the attempt is in flight, whatever the load.
+  const server = await endpoint(t, () => controller.abort())
+  const client = sender(t, { timeoutMs: 5000 })
   const outcome = await client.send({ ...message, url: server.url, signal: controller.signal })
   assert.deepEqual([outcome.ok, outcome.status, outcome.error, outcome.message], [false, null, 'timeout', 'aborted'])
-  assert.ok(outcome.durationMs < 500, `${outcome.durationMs} ms`)
+  assert.ok(outcome.durationMs < 4000, `${outcome.durationMs} ms`)
   const before = await client.send({ ...message, url: server.url, signal: AbortSignal.abort() })
   assert.deepEqual([before.error, before.message], ['timeout', 'aborted'])
   assert.equal(server.received.length, 1)
@@ -141,7 +142,7 @@ test('an answer of several MB is cut at maxResponseBytes, promptly, and its sock
   const client = sender(t, { maxResponseBytes: 16 * 1024 })
   const started = performance.now()
   const outcome = await client.send({ ...message, url: server.url })
-  assert.ok(performance.now() - started < 500)
+  assert.ok(performance.now() - started < 3000, "the rest of the answer is not waited for")
   assert.deepEqual([outcome.ok, outcome.status, outcome.error, outcome.excerpt], [true, 200, null, 'a'.repeat(1024)])
   const [socket] = server.sockets
   assert.ok(socket)

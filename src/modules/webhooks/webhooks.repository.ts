@@ -177,3 +177,8 @@ export async function openPortalLink(db: Executor, organizationId: string, id: s
     .executeTakeFirst()
   return Number(result.numUpdatedRows) > 0
 }
+
+/** The organization an endpoint belongs to, for operators who know only its id (the CLI). */
+export async function organizationOfEndpoint(db: Executor, id: string): Promise<string | undefined> {
+  return (await db.selectFrom('webhook_endpoints').select('organization_id').where('id', '=', id).executeTakeFirst())?.organization_id
+}

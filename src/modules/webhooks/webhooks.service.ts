@@ -21,6 +21,7 @@ export const DELIVERY_JOB = 'webhooks.deliver'
 /** A test event's subject: test events are never replayed. */
 const TEST_SUBJECT = 'webhook-test'
 const MAX_URL_LENGTH = 2048
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const MAX_DESCRIPTION_LENGTH = 500
 /** A replay queues at most this many messages at once; the portal says so. */
 export const MAX_REPLAY = 10_000
@@ -632,6 +633,13 @@ export class WebhooksService {
 
   async findMessages(filter: { organizationId?: string; endpointId?: string; eventId?: string; status?: string; limit: number }): Promise<(MessageView & { organizationId: string })[]> {
     return (await repository.findMessages(this.db, filter)).map((row) => ({ organizationId: row.organization_id, ...messageView(row) }))
+  }
+
+  /** The organization of an endpoint, by its id alone; `entity_not_found` when there is none. */
+  async organizationOfEndpoint(endpointId: string): Promise<string> {
+    const organizationId = UUID.test(endpointId) ? await repository.organizationOfEndpoint(this.db, endpointId) : undefined
+    if (organizationId === undefined) throw notFound('webhook-endpoint')
+    return organizationId
   }
 
   async queueDepth(): Promise<{ pending: number; oldest: Date | null }> {

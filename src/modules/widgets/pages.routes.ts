@@ -1,5 +1,5 @@
 import { browserAssets, type BrowserAsset } from '../../http/browser-bundles.ts'
-import { escapeHtml, sendHtml } from '../../http/html.ts'
+import { hostedPage as html, sendHtml } from '../../http/html.ts'
 import type { App } from '../../http/types.ts'
 
 export interface PagesSettings {
@@ -13,26 +13,6 @@ export interface PagesSettings {
    * its origin is added to that page's `connect-src`. The sandbox node is Tessera's own (`PUBLIC_URL/sandbox/…`).
    */
   travelRuleNodeUrl?: string | null
-}
-
-function html(input: { title: string; script: string; style?: string; apiBase: string }): string {
-  return [
-    '<!doctype html>',
-    '<html lang="en">',
-    '<head>',
-    '<meta charset="utf-8">',
-    '<meta name="viewport" content="width=device-width, initial-scale=1">',
-    `<meta name="tessera-api-base" content="${escapeHtml(input.apiBase)}">`,
-    `<title>${escapeHtml(input.title)}</title>`,
-    ...(input.style ? [`<link rel="stylesheet" href="/hosted/assets/${input.style}">`] : []),
-    '</head>',
-    '<body>',
-    '<div id="app"></div>',
-    `<script type="module" src="/hosted/assets/${input.script}"></script>`,
-    '</body>',
-    '</html>',
-    '',
-  ].join('\n')
 }
 
 /**
