@@ -539,7 +539,7 @@ export function buildWebhooks(input: { config: Config; db: Db; sealingKey: strin
       maxEndpointsPerOrganization: config.webhookMaxEndpoints,
       dispatchIntervalMs: config.webhookDispatchIntervalMs,
       dispatchBatchSize: 500,
-      deliveryBatchSize: 50,
+      deliveryBatchSize: 200,
       deliveryRunMs: 10_000,
       idleLookMs: 60_000,
     },

@@ -528,11 +528,13 @@ export interface WebhookEndpointsTable {
   previous_secret_sealed: string | null
   previous_secret_expires_at: Date | null
   secret_rotated_at: Date | null
+  /** Every message of the endpoint up to this `seq` is done; bigint, read as text. */
+  delivered_seq: ColumnType<string, string | undefined, string>
   created_at: Timestamp
   updated_at: Timestamp
 }
 
-/** An event to deliver to one endpoint, in `seq` order. */
+/** An event to deliver to one endpoint, in `seq` order; pending while `seq` is past its endpoint's `delivered_seq`. */
 export interface WebhookMessagesTable {
   organization_id: string
   id: string
@@ -542,12 +544,12 @@ export interface WebhookMessagesTable {
   event_type: string
   /** `event`, `resend`, `replay` or `test`. */
   origin: string
-  /** `pending`, `delivered` or `failed`. */
-  status: string
+  /** Failed attempts so far. */
   attempts: number
   next_attempt_at: Timestamp
+  /** Set when it gave up after its last attempt. */
+  failed_at: Date | null
   created_at: Timestamp
-  finished_at: Date | null
 }
 
 export interface WebhookAttemptsTable {

@@ -32,3 +32,16 @@ test('ids made in the same millisecond, or when the clock steps back, still incr
     assert.ok('89ab'.includes(id[19]!))
   }
 })
+
+test('the random part carries through all its bits within one millisecond', () => {
+  const t = Date.now() + 10 ** 10
+  let previous = uuidv7(t)
+  for (let i = 0; i < 200_000; i++) {
+    const id = uuidv7(t)
+    assert.ok(previous < id, `${previous} < ${id}`)
+    previous = id
+  }
+  assert.equal(previous[14], '7')
+  assert.ok('89ab'.includes(previous[19]!))
+  assert.equal(new Set(Array.from({ length: 10_000 }, () => uuidv7())).size, 10_000)
+})

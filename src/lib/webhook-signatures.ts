@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto'
+import { createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto'
 
 /**
  * Standard Webhooks signatures (https://www.standardwebhooks.com): a message is signed with HMAC-SHA256 over
@@ -40,15 +40,26 @@ export interface WebhookMessage {
   body: string
 }
 
-/** The `webhook-signature` value: a `v1,<base64>` signature per secret, in the order given, space-separated. */
-export function signWebhook(message: WebhookMessage, secrets: readonly string[]): string {
+/**
+ * A secret ready to sign with: preparing the HMAC key once saves most of the cost of each signature when one secret
+ * signs many messages.
+ */
+export function webhookSigningKey(secret: string): KeyObject {
+  return createSecretKey(webhookSecretKey(secret))
+}
+
+/**
+ * The `webhook-signature` value: a `v1,<base64>` signature per secret (as text, or prepared by `webhookSigningKey`),
+ * in the order given, space-separated.
+ */
+export function signWebhook(message: WebhookMessage, secrets: readonly (string | KeyObject)[]): string {
   if (secrets.length === 0) throw new WebhookSecretInvalid('A message is signed with at least one secret')
   if (!Number.isSafeInteger(message.timestamp) || message.timestamp < 0) throw new RangeError('A webhook timestamp is whole seconds since the epoch')
   const signed = `${message.id}.${message.timestamp}.${message.body}`
-  return secrets.map((secret) => `v1,${createHmac('sha256', webhookSecretKey(secret)).update(signed).digest('base64')}`).join(' ')
+  return secrets.map((secret) => `v1,${createHmac('sha256', typeof secret === 'string' ? webhookSecretKey(secret) : secret).update(signed).digest('base64')}`).join(' ')
 }
 
 /** The three headers of a signed message. */
-export function webhookHeaders(message: WebhookMessage, secrets: readonly string[]): Record<'webhook-id' | 'webhook-timestamp' | 'webhook-signature', string> {
+export function webhookHeaders(message: WebhookMessage, secrets: readonly (string | KeyObject)[]): Record<'webhook-id' | 'webhook-timestamp' | 'webhook-signature', string> {
   return { 'webhook-id': message.id, 'webhook-timestamp': String(message.timestamp), 'webhook-signature': signWebhook(message, secrets) }
 }

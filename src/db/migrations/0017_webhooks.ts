@@ -17,6 +17,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('previous_secret_sealed', 'text')
     .addColumn('previous_secret_expires_at', 'timestamptz')
     .addColumn('secret_rotated_at', 'timestamptz')
+    // Where its queue stands: every message up to this `seq` is done (delivered, or failed for good).
+    .addColumn('delivered_seq', 'bigint', (c) => c.notNull().defaultTo(0))
     .addColumn('created_at', 'timestamptz', (c) => c.notNull())
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull())
     .addPrimaryKeyConstraint('webhook_endpoints_pk', ['organization_id', 'id'])
@@ -24,6 +26,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
   // One event to deliver to one endpoint. `seq` is the delivery order: every message is inserted while the
   // dispatcher's row lock is held (webhook_dispatcher), so a later `seq` is never committed before an earlier one.
+  // A message is pending while its `seq` is past its endpoint's `delivered_seq`: a delivery moves that mark and
+  // writes nothing here (only a failed attempt does), so a message is written once in the common case. The rows of
+  // an endpoint go with it (deleted together by the service, in one transaction: no foreign key to check per row).
   await db.schema
     .createTable('webhook_messages')
     .addColumn('organization_id', 'uuid', (c) => c.notNull())
@@ -34,23 +39,16 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('event_type', 'text', (c) => c.notNull())
     // Why it was queued: dispatched from the outbox, resent, replayed, or a test event.
     .addColumn('origin', 'text', (c) => c.notNull())
-    .addColumn('status', 'text', (c) => c.notNull())
+    // Failed attempts so far, and when the next is due.
     .addColumn('attempts', 'integer', (c) => c.notNull())
     .addColumn('next_attempt_at', 'timestamptz', (c) => c.notNull())
+    // Set when its last attempt failed: it gave up.
+    .addColumn('failed_at', 'timestamptz')
     .addColumn('created_at', 'timestamptz', (c) => c.notNull())
-    .addColumn('finished_at', 'timestamptz')
     .addPrimaryKeyConstraint('webhook_messages_pk', ['organization_id', 'id'])
-    .addForeignKeyConstraint('webhook_messages_endpoint_fk', ['organization_id', 'endpoint_id'], 'webhook_endpoints', ['organization_id', 'id'], (c) => c.onDelete('cascade'))
     .execute()
-  // The head of each endpoint's queue, and the depth of all queues.
-  await db.schema
-    .createIndex('webhook_messages_pending')
-    .on('webhook_messages')
-    .columns(['organization_id', 'endpoint_id', 'seq'])
-    .where(sql.ref('status'), '=', 'pending')
-    .execute()
+  // An endpoint's queue in order: its head (past `delivered_seq`) and its history.
   await db.schema.createIndex('webhook_messages_endpoint').on('webhook_messages').columns(['organization_id', 'endpoint_id', 'seq']).execute()
-  await db.schema.createIndex('webhook_messages_event').on('webhook_messages').columns(['organization_id', 'event_id']).execute()
 
   // Every attempt to deliver a message, as it went: answer status, time taken, the start of the answer.
   await db.schema
@@ -69,12 +67,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('error', 'text')
     .addColumn('error_message', 'text')
     .addColumn('created_at', 'timestamptz', (c) => c.notNull())
-    .addPrimaryKeyConstraint('webhook_attempts_pk', ['organization_id', 'id'])
-    .addForeignKeyConstraint('webhook_attempts_endpoint_fk', ['organization_id', 'endpoint_id'], 'webhook_endpoints', ['organization_id', 'id'], (c) => c.onDelete('cascade'))
+    // An endpoint's attempts, newest first, by their key: one index fewer to write at every attempt.
+    .addPrimaryKeyConstraint('webhook_attempts_pk', ['organization_id', 'endpoint_id', 'id'])
     .execute()
-  await db.schema.createIndex('webhook_attempts_endpoint').on('webhook_attempts').columns(['organization_id', 'endpoint_id', 'id']).execute()
   await db.schema.createIndex('webhook_attempts_event').on('webhook_attempts').columns(['organization_id', 'event_id']).execute()
-  await db.schema.createIndex('webhook_attempts_message').on('webhook_attempts').columns(['organization_id', 'message_id']).execute()
 
   // The one row whose lock every insertion of messages takes: dispatching from the outbox, resends, replays and test
   // events queue one at a time, so the order of `seq` is the order of commits.

@@ -1,4 +1,5 @@
 import type { Executor, OutboxEventRow } from '../../db/schema.ts'
+import { sql } from 'kysely'
 import { uuidv7 } from '../../lib/ids.ts'
 
 export interface OutboxEvent {
@@ -96,15 +97,16 @@ const toRecorded = (row: Pick<OutboxEventRow, 'id' | 'organization_id' | 'type' 
  * The oldest events not dispatched yet (committed ones: a transaction still writing its events is not waited for).
  * One dispatcher at a time calls it (webhooks hold a lock for that), in the transaction that marks them dispatched.
  */
-export async function undispatchedEvents(executor: Executor, limit: number): Promise<RecordedEvent[]> {
+export async function undispatchedEvents(executor: Executor, limit: number): Promise<Omit<RecordedEvent, 'data'>[]> {
+  // Without their data: the dispatcher needs to know what they are, not what they say.
   const rows = await executor
     .selectFrom('outbox_events')
-    .select(['id', 'organization_id', 'type', 'subject_type', 'data', 'occurred_at'])
+    .select(['id', 'organization_id', 'type', 'subject_type', 'occurred_at'])
     .where('dispatched_at', 'is', null)
     .orderBy('id')
     .limit(limit)
     .execute()
-  return rows.map(toRecorded)
+  return rows.map((row) => ({ id: row.id, organizationId: row.organization_id, type: row.type, subjectType: row.subject_type, occurredAt: row.occurred_at }))
 }
 
 export async function markDispatched(executor: Executor, ids: readonly string[], at: Date): Promise<void> {
@@ -144,5 +146,23 @@ export async function dispatchedEventsSince(
     .orderBy('occurred_at')
     .orderBy('id')
     .limit(input.limit)
+    .execute()
+}
+
+/** An event as a webhook carries it: its `data` as JSON text, as stored (never parsed and written again). */
+export interface EventToDeliver {
+  id: string
+  type: string
+  occurredAt: Date
+  dataJson: string
+}
+
+export async function eventsToDeliver(executor: Executor, organizationId: string, ids: readonly string[]): Promise<EventToDeliver[]> {
+  if (ids.length === 0) return []
+  return executor
+    .selectFrom('outbox_events')
+    .select(['id', 'type', 'occurred_at as occurredAt', sql<string>`data::text`.as('dataJson')])
+    .where('organization_id', '=', organizationId)
+    .where('id', 'in', ids)
     .execute()
 }

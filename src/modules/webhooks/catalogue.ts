@@ -59,7 +59,10 @@ export const EVENT_TYPES: ReadonlySet<string> = new Set(EVENT_CATALOGUE.map((ent
 
 export const ENDPOINT_DISABLED_EVENT = 'core.webhook-endpoint.disabled'
 
-/** The body of a message: the event envelope the reference gives every webhook. */
-export function eventEnvelope(event: { id: string; type: string; occurredAt: Date; data: Record<string, unknown> }): string {
-  return JSON.stringify({ id: event.id, type: event.type, createdAt: event.occurredAt.toISOString(), data: event.data })
+/**
+ * The body of a message: the event envelope the reference gives every webhook, around the event's `data` as stored
+ * (JSON text, written as it is).
+ */
+export function eventEnvelope(event: { id: string; type: string; occurredAt: Date; dataJson: string }): string {
+  return `{"id":${JSON.stringify(event.id)},"type":${JSON.stringify(event.type)},"createdAt":"${event.occurredAt.toISOString()}","data":${event.dataJson}}`
 }

@@ -112,12 +112,39 @@ function judged(status: number): { ok: boolean; error: DeliveryError | null; mes
 }
 
 /** The URL to deliver to, or why it cannot be (never echoing the URL: it may carry secrets). WHATWG URL requires a host for http(s). */
+/** Targets parsed before, by URL: an endpoint's URL is parsed once, not at every delivery. */
+const targets = new Map<string, URL | string>()
+
 function targetOf(url: string): URL | string {
+  let target = targets.get(url)
+  if (target === undefined) {
+    if (targets.size >= 1000) targets.clear()
+    target = parseTarget(url)
+    targets.set(url, target)
+  }
+  return target
+}
+
+function parseTarget(url: string): URL | string {
   const parsed = URL.parse(url)
   if (parsed === null) return 'not a URL'
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return `only http and https URLs are delivered to, not ${parsed.protocol}`
   if (parsed.username !== '' || parsed.password !== '') return 'the URL carries credentials'
   return parsed
+}
+
+/** UTF-8 text of bytes that may end inside a character: that character is left out (never half of it). */
+function wholeCharacters(bytes: Buffer): string {
+  let end = bytes.length
+  // The last character's first byte is at most three bytes back; drop it if its sequence does not fit.
+  for (let back = 1; back <= Math.min(4, bytes.length); back++) {
+    const byte = bytes[bytes.length - back]!
+    if ((byte & 0xc0) === 0x80) continue
+    const length = byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc0 ? 2 : 1
+    if (length > back) end = bytes.length - back
+    break
+  }
+  return bytes.toString('utf8', 0, end)
 }
 
 export class WebhookSender {
@@ -175,7 +202,7 @@ export class WebhookSender {
     let received = 0
     let status: number | null = null
     let settled = false
-    const excerpt = () => new TextDecoder().decode(Buffer.concat(excerptChunks), { stream: true }) // stream: a cut character is left out
+    const excerpt = () => wholeCharacters(excerptChunks.length === 1 ? excerptChunks[0]! : Buffer.concat(excerptChunks))
     const settle = (fields: Partial<DeliveryOutcome>) => {
       if (settled) return
       settled = true

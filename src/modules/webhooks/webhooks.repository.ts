@@ -2,10 +2,14 @@ import { sql } from 'kysely'
 import type { Executor, WebhookAttemptRow, WebhookEndpointRow, WebhookMessageRow } from '../../db/schema.ts'
 
 export type EndpointRow = WebhookEndpointRow
-export type MessageRow = Omit<WebhookMessageRow, 'seq'>
+/** A message as stored, with its `seq` (bigint, as text). */
+export type MessageRow = Omit<WebhookMessageRow, 'seq'> & { seq: string }
+/** A message and where it stands, as lists show it. */
+export type MessageState = MessageRow & { status: 'pending' | 'delivered' | 'failed' }
 export type AttemptRow = WebhookAttemptRow
+export type NewMessage = Pick<MessageRow, 'organization_id' | 'id' | 'endpoint_id' | 'event_id' | 'event_type'>
 
-const MESSAGE_COLUMNS = ['organization_id', 'id', 'endpoint_id', 'event_id', 'event_type', 'origin', 'status', 'attempts', 'next_attempt_at', 'created_at', 'finished_at'] as const
+const MESSAGE_COLUMNS = ['m.organization_id', 'm.id', 'm.endpoint_id', 'm.event_id', 'm.event_type', 'm.origin', 'm.attempts', 'm.next_attempt_at', 'm.failed_at', 'm.created_at'] as const
 
 export async function insertEndpoint(db: Executor, row: EndpointRow): Promise<void> {
   await db.insertInto('webhook_endpoints').values({ ...row, event_types: JSON.stringify(row.event_types) }).execute()
@@ -26,7 +30,12 @@ export async function countEndpoints(db: Executor, organizationId: string): Prom
   return Number(row.n)
 }
 
-export async function updateEndpoint(db: Executor, organizationId: string, id: string, changes: Partial<Omit<EndpointRow, 'organization_id' | 'id' | 'event_types'>> & { event_types?: string[] }): Promise<EndpointRow | undefined> {
+export async function updateEndpoint(
+  db: Executor,
+  organizationId: string,
+  id: string,
+  changes: Partial<Omit<EndpointRow, 'organization_id' | 'id' | 'event_types' | 'delivered_seq'>> & { event_types?: string[] },
+): Promise<EndpointRow | undefined> {
   const { event_types: eventTypes, ...rest } = changes
   return db
     .updateTable('webhook_endpoints')
@@ -37,8 +46,10 @@ export async function updateEndpoint(db: Executor, organizationId: string, id: s
     .executeTakeFirst()
 }
 
-/** Deletes an endpoint with its messages and attempts; answers whether it existed. */
+/** Deletes an endpoint with its messages and attempts (call it in one transaction); answers whether it existed. */
 export async function deleteEndpoint(db: Executor, organizationId: string, id: string): Promise<boolean> {
+  await db.deleteFrom('webhook_attempts').where('organization_id', '=', organizationId).where('endpoint_id', '=', id).execute()
+  await db.deleteFrom('webhook_messages').where('organization_id', '=', organizationId).where('endpoint_id', '=', id).execute()
   const result = await db.deleteFrom('webhook_endpoints').where('organization_id', '=', organizationId).where('id', '=', id).executeTakeFirst()
   return Number(result.numDeletedRows) > 0
 }
@@ -66,82 +77,92 @@ export async function lockDispatcher(db: Executor, wait: boolean): Promise<boole
   return row !== undefined
 }
 
-export async function insertMessages(db: Executor, rows: readonly MessageRow[]): Promise<void> {
-  // One statement per thousand rows keeps the number of parameters well under PostgreSQL's limit.
-  for (let start = 0; start < rows.length; start += 1000) {
-    await db.insertInto('webhook_messages').values(rows.slice(start, start + 1000)).execute()
-  }
+/** Queues messages, in the order given, due now: one statement (arrays), whatever their number. */
+export async function insertMessages(db: Executor, rows: readonly NewMessage[], origin: string, at: Date): Promise<void> {
+  if (rows.length === 0) return
+  await sql`
+    insert into webhook_messages (organization_id, id, endpoint_id, event_id, event_type, origin, attempts, next_attempt_at, created_at)
+    select organization_id, id, endpoint_id, event_id, event_type, ${origin}, 0, ${at}::timestamptz, ${at}::timestamptz
+    from unnest(${rows.map((r) => r.organization_id)}::uuid[], ${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.endpoint_id)}::uuid[],
+      ${rows.map((r) => r.event_id)}::uuid[], ${rows.map((r) => r.event_type)}::text[]) with ordinality
+      as m(organization_id, id, endpoint_id, event_id, event_type, n)
+    order by n`.execute(db)
 }
 
-/** The first pending messages of an endpoint, in delivery order. */
-export function pendingHead(db: Executor, organizationId: string, endpointId: string, limit: number): Promise<MessageRow[]> {
+/** The first pending messages of an endpoint (past `deliveredSeq`), in delivery order. */
+export async function pendingHead(db: Executor, organizationId: string, endpointId: string, deliveredSeq: string, limit: number): Promise<MessageRow[]> {
   return db
-    .selectFrom('webhook_messages')
-    .select(MESSAGE_COLUMNS)
-    .where('organization_id', '=', organizationId)
-    .where('endpoint_id', '=', endpointId)
-    .where('status', '=', 'pending')
-    .orderBy('seq')
+    .selectFrom('webhook_messages as m')
+    .select([...MESSAGE_COLUMNS, sql<string>`m.seq::text`.as('seq')])
+    .where('m.organization_id', '=', organizationId)
+    .where('m.endpoint_id', '=', endpointId)
+    .where(sql<boolean>`m.seq > ${deliveredSeq}::bigint`)
+    .orderBy('m.seq')
     .limit(limit)
     .execute()
 }
 
-export function findMessage(db: Executor, organizationId: string, endpointId: string, id: string): Promise<MessageRow | undefined> {
+/** Where a message stands, from its endpoint's mark. */
+const STATUS = sql<'pending' | 'delivered' | 'failed'>`case when m.failed_at is not null then 'failed' when m.seq <= e.delivered_seq then 'delivered' else 'pending' end`
+
+function messagesWithStatus(db: Executor) {
   return db
-    .selectFrom('webhook_messages')
-    .select(MESSAGE_COLUMNS)
-    .where('organization_id', '=', organizationId)
-    .where('endpoint_id', '=', endpointId)
-    .where('id', '=', id)
-    .executeTakeFirst()
+    .selectFrom('webhook_messages as m')
+    .innerJoin('webhook_endpoints as e', (join) => join.onRef('e.organization_id', '=', 'm.organization_id').onRef('e.id', '=', 'm.endpoint_id'))
+    .select([...MESSAGE_COLUMNS, sql<string>`m.seq::text`.as('seq'), STATUS.as('status')])
 }
 
-/** An endpoint's messages, newest first, optionally of one status. */
-export function listMessages(db: Executor, organizationId: string, endpointId: string, filter: { status?: string; limit: number }): Promise<MessageRow[]> {
-  let query = db
-    .selectFrom('webhook_messages')
-    .select(MESSAGE_COLUMNS)
-    .where('organization_id', '=', organizationId)
-    .where('endpoint_id', '=', endpointId)
-  if (filter.status !== undefined) query = query.where('status', '=', filter.status)
-  return query.orderBy('seq', 'desc').limit(filter.limit).execute()
+export function findMessage(db: Executor, organizationId: string, endpointId: string, id: string): Promise<MessageState | undefined> {
+  return messagesWithStatus(db).where('m.organization_id', '=', organizationId).where('m.endpoint_id', '=', endpointId).where('m.id', '=', id).executeTakeFirst()
 }
 
 /**
- * Messages across the organizations (the CLI's view), newest first: of an endpoint, an event or a status when given.
+ * Messages, newest first: of an organization, an endpoint, an event or a status when given (the portal gives the
+ * organization and the endpoint; the CLI may give neither).
  */
-export function findMessages(db: Executor, filter: { organizationId?: string; endpointId?: string; eventId?: string; status?: string; limit: number }): Promise<MessageRow[]> {
-  let query = db.selectFrom('webhook_messages').select(MESSAGE_COLUMNS)
-  if (filter.organizationId !== undefined) query = query.where('organization_id', '=', filter.organizationId)
-  if (filter.endpointId !== undefined) query = query.where('endpoint_id', '=', filter.endpointId)
-  if (filter.eventId !== undefined) query = query.where('event_id', '=', filter.eventId)
-  if (filter.status !== undefined) query = query.where('status', '=', filter.status)
-  return query.orderBy('seq', 'desc').limit(filter.limit).execute()
+export function findMessages(db: Executor, filter: { organizationId?: string; endpointId?: string; eventId?: string; status?: string; limit: number }): Promise<MessageState[]> {
+  let query = messagesWithStatus(db)
+  if (filter.organizationId !== undefined) query = query.where('m.organization_id', '=', filter.organizationId)
+  if (filter.endpointId !== undefined) query = query.where('m.endpoint_id', '=', filter.endpointId)
+  if (filter.eventId !== undefined) query = query.where('m.event_id', '=', filter.eventId)
+  if (filter.status !== undefined) query = query.where(STATUS, '=', filter.status as 'pending')
+  return query.orderBy('m.seq', 'desc').limit(filter.limit).execute()
+}
+
+/**
+ * Records delivered messages in one statement: their attempts, and the endpoint's mark moved to the last of them
+ * (they are the next ones of its queue, in order).
+ */
+export async function recordDelivered(db: Executor, organizationId: string, endpointId: string, throughSeq: string, attempts: readonly AttemptRow[]): Promise<void> {
+  const column = <K extends keyof AttemptRow>(key: K) => attempts.map((attempt) => attempt[key])
+  await sql`
+    with recorded as (
+      insert into webhook_attempts (organization_id, id, endpoint_id, message_id, event_id, attempt, url, succeeded, response_status, duration_ms, response_excerpt, error, error_message, created_at)
+      select ${organizationId}::uuid, id, ${endpointId}::uuid, message_id, event_id, attempt, url, true, response_status, duration_ms, response_excerpt, null, null, created_at
+      from unnest(${column('id')}::uuid[], ${column('message_id')}::uuid[], ${column('event_id')}::uuid[], ${column('attempt')}::integer[], ${column('url')}::text[],
+        ${column('response_status')}::integer[], ${column('duration_ms')}::integer[], ${column('response_excerpt')}::text[], ${column('created_at').map((at) => at.toISOString())}::timestamptz[])
+        as a(id, message_id, event_id, attempt, url, response_status, duration_ms, response_excerpt, created_at)
+    )
+    update webhook_endpoints set delivered_seq = greatest(delivered_seq, ${throughSeq}::bigint)
+    where organization_id = ${organizationId} and id = ${endpointId}`.execute(db)
+}
+
+/** Records a failed attempt on a message: another try at `retryAt`, or none (it failed; the endpoint's mark moves past it). */
+export async function recordFailedAttempt(db: Executor, message: MessageRow, attempts: number, next: { retryAt: Date } | { failedAt: Date }): Promise<void> {
+  await db
+    .updateTable('webhook_messages')
+    .set('retryAt' in next ? { attempts, next_attempt_at: next.retryAt } : { attempts, failed_at: next.failedAt })
+    .where('organization_id', '=', message.organization_id)
+    .where('id', '=', message.id)
+    .execute()
+  if ('failedAt' in next) {
+    await sql`update webhook_endpoints set delivered_seq = greatest(delivered_seq, ${message.seq}::bigint)
+      where organization_id = ${message.organization_id} and id = ${message.endpoint_id}`.execute(db)
+  }
 }
 
 export async function insertAttempts(db: Executor, rows: readonly AttemptRow[]): Promise<void> {
   if (rows.length > 0) await db.insertInto('webhook_attempts').values([...rows]).execute()
-}
-
-/** Marks pending messages delivered, each with the attempt count it was delivered at. */
-export async function markDelivered(db: Executor, organizationId: string, delivered: readonly { id: string; attempts: number }[], at: Date): Promise<void> {
-  if (delivered.length === 0) return
-  const values = sql.join(delivered.map((d) => sql`(${d.id}::uuid, ${d.attempts}::integer)`))
-  await sql`
-    update webhook_messages m set status = 'delivered', attempts = v.attempts, finished_at = ${at}::timestamptz
-    from (values ${values}) as v(id, attempts)
-    where m.organization_id = ${organizationId} and m.id = v.id and m.status = 'pending'`.execute(db)
-}
-
-/** Records a failed attempt on a pending message: another try at `retryAt`, or none (`failed`). */
-export async function markFailedAttempt(db: Executor, organizationId: string, id: string, attempts: number, next: { retryAt: Date } | { failedAt: Date }): Promise<void> {
-  await db
-    .updateTable('webhook_messages')
-    .set('retryAt' in next ? { attempts, next_attempt_at: next.retryAt } : { attempts, status: 'failed', finished_at: next.failedAt })
-    .where('organization_id', '=', organizationId)
-    .where('id', '=', id)
-    .where('status', '=', 'pending')
-    .execute()
 }
 
 export function listAttempts(db: Executor, organizationId: string, filter: { endpointId?: string; eventId?: string; messageId?: string; limit: number }): Promise<AttemptRow[]> {
@@ -154,12 +175,11 @@ export function listAttempts(db: Executor, organizationId: string, filter: { end
 
 /** Pending messages in all queues, and when the oldest was queued (for the metrics). */
 export async function queueDepth(db: Executor): Promise<{ pending: number; oldest: Date | null }> {
-  const row = await db
-    .selectFrom('webhook_messages')
-    .select((eb) => [eb.fn.countAll<string>().as('pending'), eb.fn.min('created_at').as('oldest')])
-    .where('status', '=', 'pending')
-    .executeTakeFirstOrThrow()
-  return { pending: Number(row.pending), oldest: row.oldest === null ? null : new Date(row.oldest as unknown as string | Date) }
+  const { rows } = await sql<{ pending: string; oldest: Date | string | null }>`
+    select count(*) as pending, min(m.created_at) as oldest
+    from webhook_endpoints e join webhook_messages m on m.organization_id = e.organization_id and m.endpoint_id = e.id and m.seq > e.delivered_seq`.execute(db)
+  const row = rows[0]!
+  return { pending: Number(row.pending), oldest: row.oldest === null ? null : new Date(row.oldest) }
 }
 
 export async function insertPortalLink(db: Executor, row: { organization_id: string; id: string; client_id: string; expires_at: Date; created_at: Date }): Promise<void> {

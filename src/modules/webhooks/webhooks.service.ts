@@ -4,15 +4,16 @@ import { DomainError, notFound, requestInvalid } from '../../lib/errors.ts'
 import { uuidv7 } from '../../lib/ids.ts'
 import { OutboundAddressRefused, publicAddresses, type Resolver } from '../../lib/outbound-address.ts'
 import type { Sealer } from '../../lib/sealing.ts'
-import { newWebhookSecret, webhookHeaders, webhookMessageId } from '../../lib/webhook-signatures.ts'
+import { newWebhookSecret, webhookHeaders, webhookMessageId, webhookSigningKey } from '../../lib/webhook-signatures.ts'
+import type { KeyObject } from 'node:crypto'
 import { hasActiveJob, JobDeferral, wakeJobs, enqueue, type JobHandlers } from '../../jobs/queue.ts'
-import { dispatchedEventsSince, eventsByIds, markDispatched, recordEvent, undispatchedEvents, type RecordedEvent } from '../events/index.ts'
+import { dispatchedEventsSince, eventsByIds, eventsToDeliver, markDispatched, recordEvent, undispatchedEvents, type EventToDeliver } from '../events/index.ts'
 import { ENDPOINT_DISABLED_EVENT, EVENT_CATALOGUE, EVENT_TYPES, eventEnvelope } from './catalogue.ts'
 import type { DeliveryOutcome } from './delivery-client.ts'
 import { signPortalToken, verifyPortalToken, type PortalGrant } from './portal-tokens.ts'
 import { afterFailedAttempt } from './retry-schedule.ts'
 import * as repository from './webhooks.repository.ts'
-import type { AttemptRow, EndpointRow, MessageRow } from './webhooks.repository.ts'
+import type { AttemptRow, EndpointRow, MessageRow, MessageState, NewMessage } from './webhooks.repository.ts'
 import type { WebhookMetrics } from './webhooks.metrics.ts'
 
 export const DISPATCH_JOB = 'webhooks.dispatch'
@@ -130,7 +131,7 @@ export function endpointView(row: EndpointRow): EndpointView {
   return view
 }
 
-export function messageView(row: MessageRow): MessageView {
+export function messageView(row: MessageState): MessageView {
   const view: MessageView = {
     id: row.id,
     endpointId: row.endpoint_id,
@@ -138,12 +139,13 @@ export function messageView(row: MessageRow): MessageView {
     eventType: row.event_type,
     webhookId: webhookMessageId(row.event_id),
     origin: row.origin as MessageView['origin'],
-    status: row.status as MessageView['status'],
-    attempts: row.attempts,
+    status: row.status,
+    // A delivery moves the endpoint's mark and leaves the row as it was: its last attempt is the one that succeeded.
+    attempts: row.attempts + (row.status === 'delivered' ? 1 : 0),
     createdAt: row.created_at.toISOString(),
   }
   if (row.status === 'pending') view.nextAttemptAt = row.next_attempt_at.toISOString()
-  if (row.finished_at !== null) view.finishedAt = iso(row.finished_at)!
+  if (row.failed_at !== null) view.finishedAt = iso(row.failed_at)!
   return view
 }
 
@@ -283,6 +285,7 @@ export class WebhooksService {
       previous_secret_sealed: null,
       previous_secret_expires_at: null,
       secret_rotated_at: null,
+      delivered_seq: '0',
       created_at: now,
       updated_at: now,
     }
@@ -328,7 +331,8 @@ export class WebhooksService {
 
   async deleteEndpoint(organizationId: string, id: string): Promise<void> {
     // Its messages and attempts go with it; its delivery job finds no endpoint and ends.
-    if (!(await repository.deleteEndpoint(this.db, organizationId, id))) throw notFound('webhook-endpoint')
+    const deleted = await this.db.transaction().execute((tx) => repository.deleteEndpoint(tx, organizationId, id))
+    if (!deleted) throw notFound('webhook-endpoint')
   }
 
   /** The endpoint's signing secret, and the previous one while it still signs. */
@@ -365,7 +369,7 @@ export class WebhooksService {
 
   async listMessages(organizationId: string, endpointId: string, filter: { status?: string; limit: number }): Promise<MessageView[]> {
     await this.endpoint(this.db, organizationId, endpointId)
-    return (await repository.listMessages(this.db, organizationId, endpointId, filter)).map(messageView)
+    return (await repository.findMessages(this.db, { organizationId, endpointId, ...filter })).map(messageView)
   }
 
   /** Attempts, newest first: of an endpoint, of a message, or of an event to every endpoint. */
@@ -425,22 +429,10 @@ export class WebhooksService {
     await repository.lockDispatcher(tx, true)
     await this.endpoint(tx, organizationId, endpointId)
     const now = new Date()
-    const rows: MessageRow[] = events.map((event) => ({
-      organization_id: organizationId,
-      id: uuidv7(),
-      endpoint_id: endpointId,
-      event_id: event.id,
-      event_type: event.type,
-      origin,
-      status: 'pending',
-      attempts: 0,
-      next_attempt_at: now,
-      created_at: now,
-      finished_at: null,
-    }))
-    await repository.insertMessages(tx, rows)
+    const rows: NewMessage[] = events.map((event) => ({ organization_id: organizationId, id: uuidv7(), endpoint_id: endpointId, event_id: event.id, event_type: event.type }))
+    await repository.insertMessages(tx, rows, origin, now)
     await this.wakeDelivery(tx, organizationId, [endpointId])
-    return rows.map(messageView)
+    return rows.map((row) => messageView({ ...row, seq: '', origin, attempts: 0, next_attempt_at: now, failed_at: null, created_at: now, status: 'pending' }))
   }
 
   // ---- Background work ---------------------------------------------------------------------------------------------
@@ -495,26 +487,14 @@ export class WebhooksService {
       const endpoints = await repository.enabledEndpointsOf(tx, organizations)
       const byOrganization = new Map<string, typeof endpoints>()
       for (const endpoint of endpoints) byOrganization.set(endpoint.organization_id, [...(byOrganization.get(endpoint.organization_id) ?? []), endpoint])
-      const rows: MessageRow[] = []
+      const rows: NewMessage[] = []
       for (const event of deliverable) {
         for (const endpoint of byOrganization.get(event.organizationId) ?? []) {
           if (endpoint.event_types.length > 0 && !endpoint.event_types.includes(event.type)) continue
-          rows.push({
-            organization_id: event.organizationId,
-            id: uuidv7(),
-            endpoint_id: endpoint.id,
-            event_id: event.id,
-            event_type: event.type,
-            origin: 'event',
-            status: 'pending',
-            attempts: 0,
-            next_attempt_at: now,
-            created_at: now,
-            finished_at: null,
-          })
+          rows.push({ organization_id: event.organizationId, id: uuidv7(), endpoint_id: endpoint.id, event_id: event.id, event_type: event.type })
         }
       }
-      await repository.insertMessages(tx, rows)
+      await repository.insertMessages(tx, rows, 'event', now)
       await markDispatched(tx, events.map((event) => event.id), now)
       const woken = new Map<string, Set<string>>()
       for (const row of rows) woken.set(row.organization_id, (woken.get(row.organization_id) ?? new Set()).add(row.endpoint_id))
@@ -549,13 +529,13 @@ export class WebhooksService {
         const endpoint = await repository.findEndpoint(this.db, organizationId, endpointId)
         if (!endpoint) return undefined
         if (endpoint.disabled_at !== null) return idle()
-        const head = await repository.pendingHead(this.db, organizationId, endpointId, this.settings.deliveryBatchSize)
+        const head = await repository.pendingHead(this.db, organizationId, endpointId, endpoint.delivered_seq, this.settings.deliveryBatchSize)
         if (head.length === 0) return idle()
-        const secrets = this.secretsOf(endpoint, new Date())
-        const events = new Map((await eventsByIds(this.db, organizationId, [...new Set(head.map((m) => m.event_id))])).map((e) => [e.id, e]))
-        // Successes are recorded while the next message is on its way: one write for several when the receiver is
-        // quick, and none of them left unrecorded for long when it is slow.
-        const recorder = new DeliveredRecorder((delivered) => this.recordDelivered(organizationId, endpoint, delivered))
+        const keys = this.secretsOf(endpoint, new Date()).map(webhookSigningKey)
+        const events = new Map((await eventsToDeliver(this.db, organizationId, [...new Set(head.map((m) => m.event_id))])).map((e) => [e.id, e]))
+        // Successes are recorded in the background, several in one statement, while the next messages go out; what
+        // waits is recorded at once when an answer is slow, so that little is ever left unrecorded.
+        const recorder = new DeliveredRecorder((delivered) => this.recordDelivered(endpoint, delivered))
         let wait: JobDeferral | undefined
         try {
           for (const message of head) {
@@ -566,7 +546,7 @@ export class WebhooksService {
             if (signal?.aborted) break
             const event = events.get(message.event_id)
             const at = new Date()
-            const outcome: DeliveryOutcome = event ? await this.send(endpoint, event, secrets, signal) : EVENT_MISSING
+            const outcome: DeliveryOutcome = event ? await recorder.whileSending(this.send(endpoint, event, keys, signal)) : EVENT_MISSING
             this.metrics?.observe(outcome)
             if (outcome.ok) {
               recorder.add({ message, outcome, at })
@@ -589,18 +569,16 @@ export class WebhooksService {
     }
   }
 
-  private send(endpoint: EndpointRow, event: RecordedEvent, secrets: readonly string[], signal?: AbortSignal): Promise<DeliveryOutcome> {
+  private send(endpoint: EndpointRow, event: EventToDeliver, secrets: readonly KeyObject[], signal?: AbortSignal): Promise<DeliveryOutcome> {
     const body = eventEnvelope(event)
     const headers = webhookHeaders({ id: webhookMessageId(event.id), timestamp: Math.floor(Date.now() / 1000), body }, secrets)
     return this.sender.send({ url: endpoint.url, headers, body, ...(signal ? { signal } : {}) })
   }
 
-  private async recordDelivered(organizationId: string, endpoint: EndpointRow, delivered: readonly Delivered[]): Promise<void> {
+  private async recordDelivered(endpoint: EndpointRow, delivered: readonly Delivered[]): Promise<void> {
     if (delivered.length === 0) return
-    await this.db.transaction().execute(async (tx) => {
-      await repository.insertAttempts(tx, delivered.map(({ message, outcome, at }) => attemptRow(endpoint, message, outcome, at)))
-      await repository.markDelivered(tx, organizationId, delivered.map(({ message }) => ({ id: message.id, attempts: message.attempts + 1 })), new Date())
-    })
+    const attempts = delivered.map(({ message, outcome, at }) => attemptRow(endpoint, message, outcome, at))
+    await repository.recordDelivered(this.db, endpoint.organization_id, endpoint.id, delivered.at(-1)!.message.seq, attempts)
   }
 
   /** Records a failed attempt; schedules the retry, or fails the message and disables the endpoint. */
@@ -610,10 +588,10 @@ export class WebhooksService {
     await this.db.transaction().execute(async (tx) => {
       await repository.insertAttempts(tx, [attemptRow(endpoint, message, outcome, at)])
       if ('retryAt' in next) {
-        await repository.markFailedAttempt(tx, endpoint.organization_id, message.id, attempt, { retryAt: next.retryAt })
+        await repository.recordFailedAttempt(tx, message, attempt, { retryAt: next.retryAt })
         return
       }
-      await repository.markFailedAttempt(tx, endpoint.organization_id, message.id, attempt, { failedAt: new Date() })
+      await repository.recordFailedAttempt(tx, message, attempt, { failedAt: new Date() })
       if (hopeless) return
       // Every attempt failed: the endpoint stops receiving until someone enables it again; what is queued waits.
       const now = new Date()
@@ -716,10 +694,15 @@ interface Delivered {
 /** The outcome of a message whose event cannot be read (it cannot happen while events are kept): failed for good. */
 const EVENT_MISSING = { ok: false, status: null, durationMs: 0, excerpt: '', error: 'event-missing', message: 'The event of this message no longer exists' } as unknown as DeliveryOutcome
 
+/** Successes recorded in one statement at most (more wait for the next). */
+const RECORD_BATCH = 50
+/** An answer slower than this has what waits recorded meanwhile. */
+const RECORD_WHEN_SLOW_MS = 10
+
 /**
- * Records delivered messages in the background, one write at a time, each taking every success that came while the
- * previous one ran. `finish` waits until all are recorded (and throws if a write failed: the job retries, and the
- * messages not recorded are sent again, as at-least-once allows).
+ * Records delivered messages in the background, one statement at a time, in order: when `RECORD_BATCH` gathered,
+ * when a send takes longer than `RECORD_WHEN_SLOW_MS`, and at `finish`, which waits until all are recorded (and
+ * throws if a write failed: the job retries, and the messages not recorded are sent again, as at-least-once allows).
  */
 class DeliveredRecorder {
   private readonly write: (delivered: readonly Delivered[]) => Promise<void>
@@ -733,10 +716,21 @@ class DeliveredRecorder {
 
   add(delivered: Delivered): void {
     this.buffer.push(delivered)
-    this.running ??= this.drain()
+    if (this.buffer.length >= RECORD_BATCH) this.flush()
+  }
+
+  /** Awaits a send; should it be slow, what waits is recorded meanwhile. */
+  async whileSending<T>(sending: Promise<T>): Promise<T> {
+    const timer = setTimeout(() => this.flush(), RECORD_WHEN_SLOW_MS)
+    try {
+      return await sending
+    } finally {
+      clearTimeout(timer)
+    }
   }
 
   async finish(): Promise<void> {
+    this.flush()
     while (this.running) await this.running
     if (this.failure !== null) {
       const failure = this.failure
@@ -745,11 +739,14 @@ class DeliveredRecorder {
     }
   }
 
+  private flush(): void {
+    if (this.buffer.length > 0) this.running ??= this.drain()
+  }
+
   private async drain(): Promise<void> {
     try {
       while (this.buffer.length > 0 && this.failure === null) {
-        const batch = this.buffer
-        this.buffer = []
+        const batch = this.buffer.splice(0, RECORD_BATCH)
         await this.write(batch)
       }
     } catch (error) {
