@@ -190,6 +190,8 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
     users: userDirectoryOf(users),
     capabilities,
   })
+  // A new user's cooldowns run from their creation; their ends are announced when they come.
+  users.onCreate((tx, user, at) => assets.scheduleCooldownEnds(tx, user, at))
   const ledger = new LedgerService({ db: database.db, assets: { decimalsOf: (code) => assetCatalogue.find(code)?.decimals } })
   // A user may hold an asset that is listed and offers them at least one feature (where they live, now).
   const mayHold = async (principal: Principal, code: string) => {
@@ -221,6 +223,8 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
   // so there quotes for them are refused (409, permission-denied).
   const paymentRail: PaymentRail | null = config.environment === 'sandbox' ? new SandboxPaymentRail({ db: database.db, settleAfterMs: config.sandboxRailSettleMs }) : null
   const jobs = new JobHandlers()
+  assets.registerJobs(jobs)
+  externalAccounts.registerJobs(jobs)
   const decimalsOf = (code: string) => assetCatalogue.find(code)?.decimals
   const transactionRules = loadReferenceData<TransactionRulesFile>('transaction-rules.json', TransactionRulesFile, config.referenceDataDir)
   // Which of a user's addresses they declared: their crypto external accounts with a completed verification.

@@ -2,9 +2,12 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import path from 'node:path'
 import { describe, test } from 'node:test'
+import { sql } from 'kysely'
 import { buildApp } from '../src/app.ts'
 import { openDatabase } from '../src/db/database.ts'
+import { enqueue } from '../src/jobs/queue.ts'
 import { loadOrCreateSecrets } from '../src/lib/data-dir.ts'
+import { ASSET_EVENTS, COOLDOWN_END_JOB } from '../src/modules/reference/index.ts'
 import { bearer, ENGINES, individualUser, testConfig, useApp } from './helpers.ts'
 
 interface Asset {
@@ -22,6 +25,7 @@ interface Asset {
 const referenceData = path.resolve(import.meta.dirname, '../reference-data')
 const shipped = JSON.parse(fs.readFileSync(path.join(referenceData, 'assets.json'), 'utf8')) as { assets: Asset[] }
 const ALL_FEATURES = ['buy', 'deposit', 'sell', 'transfer', 'withdraw']
+const DAY_MS = 24 * 3_600_000
 
 describe('asset catalogue', () => {
   test('holds the required fiat currencies and crypto assets', () => {
@@ -185,6 +189,78 @@ for (const engine of ENGINES) {
       }
       const elsewhere = await suite.ctx.createUser(suite.token, individualUser({ address: { country: 'UA', subdivision: 'UA-30' } }))
       assert.deepEqual((await get('/core/assets/USD', bearer(suite.token, elsewhere.id))).json<{ asset: Asset }>().asset.features, ALL_FEATURES)
+    })
+
+    // --- core.assets.cooldown-ended ----------------------------------------------------------------------------
+
+    const db = () => suite.ctx.database.db
+    const cooldownJobs = (userId: string) =>
+      db().selectFrom('jobs').selectAll().where('type', '=', COOLDOWN_END_JOB).where(sql<string>`payload->>'userId'`, '=', userId).orderBy('id').execute()
+    const cooldownEvents = (userId: string) =>
+      db().selectFrom('outbox_events').selectAll().where('organization_id', '=', suite.ctx.client.organizationId).where('user_id', '=', userId).where('type', '=', ASSET_EVENTS.cooldownEnded).orderBy('id').execute()
+    /** A day passes for the user: their creation, their cooldown skip and their cooldown's job move a day back; the job is due. */
+    async function dayPasses(userId: string): Promise<string> {
+      const [job] = await cooldownJobs(userId)
+      const endsAt = new Date(Date.parse((job!.payload as { endsAt: string }).endsAt) - DAY_MS)
+      await db().updateTable('users').set({ created_at: sql`created_at - interval '1 day'` }).where('id', '=', userId).execute()
+      await db().updateTable('asset_cooldown_skips').set({ skipped_at: sql`skipped_at - interval '1 day'` }).where('user_id', '=', userId).execute()
+      await db().updateTable('jobs').set({ run_at: endsAt, payload: JSON.stringify({ userId, endsAt: endsAt.toISOString() }) }).where('id', '=', job!.id).execute()
+      return endsAt.toISOString()
+    }
+    /** The crypto assets whose buy or deposit a UK cooldown holds back: those that offer either. */
+    const heldBack = shipped.assets.filter((a) => a.type === 'crypto' && a.features.some((f) => f === 'buy' || f === 'deposit')).map((a) => a.code).sort()
+
+    test('a UK user\'s cooldown ending records core.assets.cooldown-ended once, when it ends: the assets and features it held back', async () => {
+      const gb = await suite.ctx.createUser(suite.token)
+      const shown = (await get('/core/assets/BTC', bearer(suite.token, gb.id))).json<{ asset: Asset }>().asset.cooldowns[0]!
+      // Creating the user scheduled the end of their cooldown, due when GET /core/assets says it ends.
+      const [job] = await cooldownJobs(gb.id)
+      assert.deepEqual(job!.payload, { userId: gb.id, endsAt: shown.endsAt })
+      assert.equal(job!.run_at.toISOString(), shown.endsAt)
+      assert.equal(Date.parse(shown.endsAt), Date.parse(String(gb.createdAt)) + DAY_MS)
+      assert.equal(job!.organization_id, suite.ctx.client.organizationId)
+
+      // Run early, it waits for the end and records nothing.
+      await db().updateTable('jobs').set({ run_at: new Date() }).where('id', '=', job!.id).execute()
+      await suite.ctx.services.worker.drain()
+      assert.deepEqual(await cooldownEvents(gb.id), [])
+      assert.deepEqual(await db().selectFrom('jobs').select(['status', 'run_at']).where('id', '=', job!.id).executeTakeFirstOrThrow(), { status: 'pending', run_at: job!.run_at })
+
+      const endsAt = await dayPasses(gb.id)
+      await suite.ctx.services.worker.drain()
+      const events = await cooldownEvents(gb.id)
+      assert.equal(events.length, 1)
+      assert.deepEqual(events[0]!.data, { userId: gb.id, assets: heldBack, cooldown: { rule: 'financial-promotions', features: ['buy', 'deposit'], endsAt } })
+      assert.ok(heldBack.includes('BTC') && !heldBack.includes('BUSD') && !heldBack.includes('GBP'), heldBack.join())
+      assert.deepEqual([events[0]!.subject_type, events[0]!.subject_id, events[0]!.occurred_at.toISOString()], ['user', gb.id, endsAt])
+      assert.equal((await db().selectFrom('jobs').select('status').where('id', '=', job!.id).executeTakeFirstOrThrow()).status, 'completed')
+
+      // The job run again (at least once) records nothing more.
+      await enqueue(db(), { type: COOLDOWN_END_JOB, organizationId: suite.ctx.client.organizationId, payload: { userId: gb.id, endsAt } })
+      await suite.ctx.services.worker.drain()
+      assert.equal((await cooldownEvents(gb.id)).length, 1)
+    })
+
+    test('no core.assets.cooldown-ended for a cooldown skipped, a user deleted meanwhile, or a user no rule cools down', async () => {
+      const skipped = await suite.ctx.createUser(suite.token)
+      const skip = await suite.ctx.request({ method: 'PUT', url: '/core/assets/test-helpers/skip-assets-cooldowns', headers: bearer(suite.token, skipped.id) })
+      assert.equal(skip.status, 204)
+      const deleted = await suite.ctx.createUser(suite.token)
+      const gone = await suite.ctx.request({ method: 'DELETE', url: '/core/users/me', headers: bearer(suite.token, deleted.id), payload: { review: { reason: 'closure-per-user-request' } } })
+      assert.equal(gone.status, 204, gone.body)
+      const kept = await suite.ctx.createUser(suite.token)
+      for (const user of [skipped, deleted, kept]) await dayPasses(user.id)
+      await suite.ctx.services.worker.drain()
+      assert.deepEqual(await cooldownEvents(skipped.id), [])
+      assert.deepEqual(await cooldownEvents(deleted.id), [])
+      assert.equal((await cooldownEvents(kept.id)).length, 1, 'a user whose cooldown ran to its end, in the same run')
+      for (const user of [skipped, deleted]) assert.deepEqual((await cooldownJobs(user.id)).map((j) => j.status), ['completed'])
+
+      // Residents of places no cooldown rule names have nothing scheduled.
+      for (const address of [{ country: 'US', subdivision: 'US-CA' }, { country: 'FR' }]) {
+        const elsewhere = await suite.ctx.createUser(suite.token, individualUser({ address }))
+        assert.deepEqual(await cooldownJobs(elsewhere.id), [], JSON.stringify(address))
+      }
     })
 
     test('the cooldown helper acts for users only, with its scope', async () => {

@@ -43,6 +43,7 @@ interface Verification extends Summary {
 interface ExternalAccount {
   id: string
   type: string
+  status: string
   network: string
   details: { address?: string }
   verifications?: Summary[]
@@ -286,10 +287,15 @@ for (const engine of ENGINES) {
         requestForInformation: { ...pending.requestForInformation, status: 'ok', proof: DECLARATION },
       })
       assert.deepEqual(await verifications(userId, account.id), [verification])
-      assert.deepEqual((await getAccount(userId, account.id)).verifications, [{ level: 'declared', status: 'completed', via: 'request-for-information', completedAt: verification.completedAt }])
+      const shown = await getAccount(userId, account.id)
+      assert.deepEqual(shown.verifications, [{ level: 'declared', status: 'completed', via: 'request-for-information', completedAt: verification.completedAt }])
       const [row] = await rowsOf(account.id)
       assert.equal(row!.status, 'completed')
       assert.deepEqual(row!.proof, DECLARATION)
+      // A verification is not the account's status: the address stays ok, and no status change is announced.
+      assert.equal(shown.status, 'ok')
+      const events = await db().selectFrom('outbox_events').select('type').where('organization_id', '=', org()).where('subject_id', '=', account.id).orderBy('id').execute()
+      assert.deepEqual(events.map((event) => event.type), ['core.external-account.created'])
     })
 
     test('declared, answered wrongly: 400 request_invalid with the violations, and nothing changes', async () => {

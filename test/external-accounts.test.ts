@@ -11,10 +11,13 @@ import { after, before, describe, test } from 'node:test'
 import { requestHash } from '../src/http/idempotency.ts'
 import { derivePurposeKey } from '../src/lib/sealing.ts'
 import { sha256Hex } from '../src/lib/secrets.ts'
+import { sql } from 'kysely'
+import { enqueue } from '../src/jobs/queue.ts'
 import { eventsAbout } from '../src/modules/events/outbox.ts'
+import { STATUS_CHANGE_JOB } from '../src/modules/external-accounts/index.ts'
 import { SANDBOX_VERIFICATION_DECLINES, SANDBOX_WRONG_SECURITY_CODE } from '../src/providers/cards/sandbox.ts'
 import { bearer, ENGINES, individualUser, PUBLIC_URL, useApp, type TestContext, type TestResponse } from './helpers.ts'
-import { assertError, verifiedUser } from './money.ts'
+import { assertError, commit, fund, openAccount, quoted, requestQuote, transactionOf, verifiedUser, withoutTravelRule } from './money.ts'
 import { assertNoSecret, cardSecrets, dumpDatabase, startLoggedApp, type LoggedApp } from './secrecy.ts'
 
 const URL_ = '/core/external-accounts'
@@ -838,6 +841,132 @@ for (const engine of ENGINES) {
     })
 
     // --- 7. Card secrecy ---------------------------------------------------------------------------------------------
+
+    // --- 9. Status changes ---------------------------------------------------------------------------------------
+
+    describe('status changes: a card expires, or its issuer refuses it for good; core.external-account.status-changed', () => {
+      // Payments settle at once here, and are not about the travel rule.
+      const paying = useApp(engine, { SANDBOX_RAIL_SETTLE_MS: '0', VELOCITY_MAX_MOVEMENTS: '0', ...withoutTravelRule() })
+      const pdb = () => paying.ctx.database.db
+      const porg = () => paying.ctx.client.organizationId
+      async function linkCard(userId: string, number: string, expiryDate = FUTURE): Promise<ExternalAccount> {
+        const response = await paying.ctx.request({ method: 'POST', url: URL_, headers: bearer(paying.token, userId), payload: cardBody(number, { expiryDate }) })
+        assert.equal(response.status, 201, response.body)
+        return response.json<{ externalAccount: ExternalAccount }>().externalAccount
+      }
+      async function read(userId: string, id: string): Promise<ExternalAccount> {
+        const response = await paying.ctx.request({ method: 'GET', url: `${URL_}/${id}`, headers: bearer(paying.token, userId) })
+        assert.equal(response.status, 200, response.body)
+        return response.json<{ externalAccount: ExternalAccount }>().externalAccount
+      }
+      const statusEvents = async (id: string) =>
+        (await eventsAbout(pdb(), porg(), { type: 'external-account', id })).filter((event) => event.type === 'core.external-account.status-changed')
+      const statusJobs = (id: string) =>
+        pdb().selectFrom('jobs').selectAll().where('type', '=', STATUS_CHANGE_JOB).where(sql<string>`payload->>'externalAccountId'`, '=', id).orderBy('id').execute()
+      /** The card's expiry month is over: its stored expiry date moves to last month, and its job is due. */
+      async function monthPasses(id: string): Promise<void> {
+        const [row] = await pdb().selectFrom('external_accounts').select('details').where('id', '=', id).execute()
+        await pdb().updateTable('external_accounts').set({ details: JSON.stringify({ ...row!.details, expiryDate: LAST_MONTH }) }).where('id', '=', id).execute()
+        await pdb().updateTable('jobs').set({ run_at: new Date() }).where('type', '=', STATUS_CHANGE_JOB).where(sql<string>`payload->>'externalAccountId'`, '=', id).execute()
+      }
+      /** The one status change announced about the account: the account as GET shows it after the change. */
+      async function announcedOnce(userId: string, account: ExternalAccount): Promise<ExternalAccount> {
+        const shown = await read(userId, account.id)
+        const events = await statusEvents(account.id)
+        assert.equal(events.length, 1, 'one status-changed event')
+        assert.deepEqual(events[0]!.data, { externalAccount: shown })
+        assert.equal(events[0]!.user_id, userId)
+        assert.equal(events[0]!.occurred_at.toISOString(), shown.updatedAt)
+        assert.ok(shown.updatedAt > account.updatedAt)
+        return shown
+      }
+
+      test('a card expires once its expiry month has passed: expired (card-expired), announced once as GET then shows it', async () => {
+        const userId = await cardholder(paying.ctx, paying.token)
+        const card = await linkCard(userId, sandboxCard('5000005'), THIS_MONTH)
+        // Linking it scheduled its expiry: due the first instant after its expiry month.
+        const [job] = await statusJobs(card.id)
+        assert.deepEqual(job!.payload, { externalAccountId: card.id, status: 'expired', reason: 'card-expired' })
+        assert.equal(job!.status, 'pending')
+        assert.equal(job!.run_at.toISOString(), new Date(Date.UTC(THIS_MONTH.year, THIS_MONTH.month, 1)).toISOString())
+
+        // Run early, it waits for the expiry again and changes nothing.
+        await pdb().updateTable('jobs').set({ run_at: new Date() }).where('id', '=', job!.id).execute()
+        await paying.ctx.services.worker.drain()
+        assert.equal((await read(userId, card.id)).status, 'ok')
+        assert.deepEqual(await statusEvents(card.id), [])
+        const waiting = await pdb().selectFrom('jobs').select(['status', 'run_at']).where('id', '=', job!.id).executeTakeFirstOrThrow()
+        assert.deepEqual(waiting, { status: 'pending', run_at: job!.run_at })
+
+        await monthPasses(card.id)
+        await paying.ctx.services.worker.drain()
+        const expired = await announcedOnce(userId, card)
+        assert.equal(expired.status, 'expired')
+        assert.deepEqual((expired as ExternalAccount & { statusDetails?: unknown }).statusDetails, { reason: 'card-expired' })
+        assert.deepEqual({ ...expired, status: 'ok', statusDetails: undefined, updatedAt: card.updatedAt, details: card.details }, { ...card, statusDetails: undefined })
+
+        // The job run again (at least once) changes and announces nothing more.
+        await enqueue(pdb(), { type: STATUS_CHANGE_JOB, organizationId: porg(), payload: { externalAccountId: card.id, status: 'expired', reason: 'card-expired' } })
+        await paying.ctx.services.worker.drain()
+        assert.equal((await statusEvents(card.id)).length, 1)
+        assert.deepEqual(await read(userId, card.id), expired)
+
+        // A deleted card does not expire: nothing to announce about an account nobody can read.
+        const deleted = await linkCard(userId, sandboxCard('6000006'), THIS_MONTH)
+        assert.equal((await paying.ctx.request({ method: 'DELETE', url: `${URL_}/${deleted.id}`, headers: bearer(paying.token, userId) })).status, 204)
+        await monthPasses(deleted.id)
+        await paying.ctx.services.worker.drain()
+        assert.deepEqual(await statusEvents(deleted.id), [])
+        assert.equal((await pdb().selectFrom('external_accounts').select('status').where('id', '=', deleted.id).executeTakeFirstOrThrow()).status, 'ok')
+
+        // Bank accounts and crypto addresses do not expire; a card valid through December 9999 never does here.
+        const bank = await paying.ctx.request({ method: 'POST', url: URL_, headers: bearer(paying.token, userId), payload: sepaBody() })
+        assert.deepEqual(await statusJobs(bank.json<{ externalAccount: ExternalAccount }>().externalAccount.id), [])
+        assert.deepEqual(await statusJobs((await linkCard(userId, sandboxCard('7000007'), { month: 12, year: 9999 })).id), [])
+      })
+
+      test('a payment the issuer refuses for good fails the card (withdrawal or card deposit), announced once; a decline leaves it ok', async () => {
+        const userId = await cardholder(paying.ctx, paying.token)
+        const eur = await openAccount(paying.ctx, paying.token, userId, 'EUR')
+        await fund(paying.ctx, userId, eur, 'EUR', '1000')
+        // Push-to-card outcomes of the sandbox rail (docs/sandbox.md): refused at once, failed later, declined.
+        const refused = await linkCard(userId, '4000000000000143')
+        const expiredAtIssuer = await linkCard(userId, '4000000000000135')
+        const declining = await linkCard(userId, '4000000000000127')
+        const withdrawals: string[] = []
+        for (const card of [refused, expiredAtIssuer, declining]) {
+          const quote = await quoted(paying.ctx, paying.token, userId, { origin: { type: 'account', id: eur }, destination: { type: 'external-account', id: card.id }, denomination: { asset: 'EUR', amount: '10' } })
+          const committed = await commit(paying.ctx, paying.token, userId, quote.id)
+          assert.equal(committed.status, 201, committed.body)
+          withdrawals.push(committed.json<{ transaction: { id: string } }>().transaction.id)
+        }
+        await paying.ctx.services.worker.drain()
+        const reasons = await Promise.all(withdrawals.map(async (id) => (await transactionOf(paying.ctx, paying.token, userId, id)).statusDetails?.reason))
+        assert.deepEqual(reasons, ['card-permanently-declined-by-bank', 'card-expired', 'card-declined-by-bank'])
+
+        for (const [card, reason] of [[refused, 'card-permanently-declined-by-bank'], [expiredAtIssuer, 'card-expired']] as const) {
+          const failed = await announcedOnce(userId, card)
+          assert.equal(failed.status, 'failed')
+          assert.deepEqual((failed as ExternalAccount & { statusDetails?: unknown }).statusDetails, { reason })
+          // A failed card takes no more payments.
+          const again = await requestQuote(paying.ctx, paying.token, userId, { origin: { type: 'account', id: eur }, destination: { type: 'external-account', id: card.id }, denomination: { asset: 'EUR', amount: '11' } })
+          assertError(again, 409, 'transaction_node_invalid')
+        }
+        assert.equal((await read(userId, declining.id)).status, 'ok')
+        assert.deepEqual(await statusEvents(declining.id), [])
+
+        // A card deposit the issuer declines for good fails the card the same way.
+        const deposit = await linkCard(userId, '4000000000000226')
+        const quote = await quoted(paying.ctx, paying.token, userId, { origin: { type: 'external-account', id: deposit.id }, destination: { type: 'account', id: eur }, denomination: { asset: 'EUR', amount: '20' } })
+        const committed = await commit(paying.ctx, paying.token, userId, quote.id, { body: { params: { requirements: [{ name: 'authorize:3ds', returnUrl: 'https://shop.example/paid' }] } } })
+        assert.equal(committed.status, 201, committed.body)
+        await paying.ctx.services.worker.drain()
+        const payment = await transactionOf(paying.ctx, paying.token, userId, committed.json<{ transaction: { id: string } }>().transaction.id)
+        assert.deepEqual([payment.status, payment.statusDetails?.reason], ['failed', 'card-permanently-declined-by-bank'])
+        const failed = await announcedOnce(userId, deposit)
+        assert.deepEqual([failed.status, (failed as ExternalAccount & { statusDetails?: unknown }).statusDetails], ['failed', { reason: 'card-permanently-declined-by-bank' }])
+      })
+    })
 
     describe('card secrecy (trace-level logs, every response, every column)', () => {
       let logged: LoggedApp

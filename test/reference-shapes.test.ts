@@ -1,6 +1,6 @@
 /**
- * External accounts, withdrawal and card deposit quotes and transactions, their events, payment, KYC and travel-rule widget
- * sessions and requests for information,
+ * External accounts, withdrawal and card deposit quotes and transactions, their events (status changes included), the end
+ * of a user's asset cooldown, payment, KYC and travel-rule widget sessions and requests for information,
  * checked against the upstream reference documents' own schemas (not only against our generated document): what a client written for the reference
  * reads from us must be what it expects. Crypto external accounts exist only in the specification (the reference's
  * `external-account.type` has no `crypto`), so they are checked against the reference schema with that one value
@@ -13,6 +13,9 @@ import { describe, test } from 'node:test'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 import { randomBytes } from 'node:crypto'
+import { sql } from 'kysely'
+import { COOLDOWN_END_JOB } from '../src/modules/reference/index.ts'
+import { STATUS_CHANGE_JOB } from '../src/modules/external-accounts/index.ts'
 import { bearer, ENGINES, useApp, type TestResponse } from './helpers.ts'
 import { assertError, commit, fund, openAccount, quoted, verifiedUser } from './money.ts'
 
@@ -303,6 +306,74 @@ for (const engine of ENGINES) {
       }
       assert.ok(types.some((type) => type.startsWith('core.kyc.')), types.join(', '))
       assert.equal((events.at(-1)!.data as { user: { id: string } }).user.id, userId)
+    })
+
+    test('account events: created, balance changed, archived, in the reference\'s webhook shapes', async () => {
+      const reference = referenceValidator()
+      const ctx = suite.ctx
+      const userId = await verifiedUser(ctx, suite.token)
+      const eur = await openAccount(ctx, suite.token, userId, 'EUR')
+      await fund(ctx, userId, eur, 'EUR', '25')
+      await ctx.services.worker.drain()
+      const spare = await openAccount(ctx, suite.token, userId, 'BTC')
+      const archived = await ctx.request({ method: 'DELETE', url: `/core/accounts/${spare}`, headers: bearer(suite.token, userId) })
+      assert.equal(archived.status, 204, archived.body)
+      const events = await ctx.database.db.selectFrom('outbox_events').selectAll().where('organization_id', '=', ctx.client.organizationId).where('user_id', '=', userId).where('type', 'like', 'core.account.%').orderBy('id').execute()
+      const envelope = (event: (typeof events)[number]) => ({ id: event.id, type: event.type, createdAt: event.occurred_at.toISOString(), data: event.data })
+      for (const event of events) reference.schema('account-webhook-event', envelope(event))
+      const seen = new Set(events.map((event) => event.type))
+      assert.deepEqual([...seen].sort(), ['core.account.archived', 'core.account.balance-changed', 'core.account.created'])
+      const balance = events.filter((event) => event.type === 'core.account.balance-changed').at(-1)!.data as { account: { id: string; balance: { total: string } } }
+      assert.deepEqual([balance.account.id, balance.account.balance.total], [eur, '25'])
+    })
+
+    test('external account status changes and the end of a cooldown, in the reference\'s webhook shapes', async () => {
+      const reference = referenceValidator()
+      const ctx = suite.ctx
+      const db = ctx.database.db
+      const userId = await verifiedUser(ctx, suite.token)
+      const headers = bearer(suite.token, userId)
+      const link = async (number: string, expiryDate: { month: number; year: number }) => {
+        const response = await ctx.request({ method: 'POST', url: '/core/external-accounts', headers, payload: { type: 'card', label: 'Card', number, securityCode: '123', expiryDate } })
+        assert.equal(response.status, 201, response.body)
+        return response.json<{ externalAccount: { id: string; details: Json } }>().externalAccount
+      }
+      // A card the issuer refuses for good (the sandbox rail's 4000000000000143) fails with the withdrawal to it.
+      const refused = await link('4000000000000143', { month: 12, year: new Date().getUTCFullYear() + 2 })
+      const eur = await openAccount(ctx, suite.token, userId, 'EUR')
+      await fund(ctx, userId, eur, 'EUR', '100')
+      const quote = await quoted(ctx, suite.token, userId, { origin: { type: 'account', id: eur }, destination: { type: 'external-account', id: refused.id }, denomination: { asset: 'EUR', amount: '10' } })
+      assert.equal((await commit(ctx, suite.token, userId, quote.id)).status, 201)
+      // A card expiring this month, once the month is over.
+      const now = new Date()
+      const expiring = await link('4242424242424242', { month: now.getUTCMonth() + 1, year: now.getUTCFullYear() })
+      const lastYear = { month: 12, year: now.getUTCFullYear() - 1 }
+      await db.updateTable('external_accounts').set({ details: JSON.stringify({ ...expiring.details, expiryDate: lastYear }) }).where('id', '=', expiring.id).execute()
+      await db.updateTable('jobs').set({ run_at: now }).where('type', '=', STATUS_CHANGE_JOB).where(sql<string>`payload->>'externalAccountId'`, '=', expiring.id).execute()
+      // A UK resident a day after their creation: their cooldown ends.
+      const briton = (await ctx.createUser(suite.token)).id
+      const endsAt = new Date(now.getTime() - 1000)
+      await db.updateTable('users').set({ created_at: new Date(endsAt.getTime() - 24 * 3_600_000) }).where('id', '=', briton).execute()
+      await db.updateTable('jobs').set({ run_at: endsAt, payload: JSON.stringify({ userId: briton, endsAt: endsAt.toISOString() }) }).where('type', '=', COOLDOWN_END_JOB).where(sql<string>`payload->>'userId'`, '=', briton).execute()
+      await ctx.services.worker.drain()
+
+      const events = await db.selectFrom('outbox_events').selectAll().where('user_id', 'in', [userId, briton]).where('type', 'in', ['core.external-account.status-changed', 'core.assets.cooldown-ended']).orderBy('id').execute()
+      const envelope = (event: (typeof events)[number]) => ({ id: event.id, type: event.type, createdAt: event.occurred_at.toISOString(), data: event.data })
+      const statuses: string[] = []
+      for (const event of events) {
+        if (event.type === 'core.assets.cooldown-ended') {
+          reference.schema('assets-cooldown-webhook-event', envelope(event))
+          assert.equal((event.data as { userId: string }).userId, briton)
+        } else {
+          reference.schema('external-account-webhook-event', envelope(event))
+          const account = (event.data as { externalAccount: { id: string; status: string; statusDetails: { reason: string } } }).externalAccount
+          statuses.push(`${account.id === refused.id ? 'refused' : 'expiring'}:${account.status}:${account.statusDetails.reason}`)
+        }
+      }
+      assert.deepEqual(statuses.sort(), ['expiring:expired:card-expired', 'refused:failed:card-permanently-declined-by-bank'])
+      assert.equal(events.filter((event) => event.type === 'core.assets.cooldown-ended').length, 1)
+      // The validator refuses what the reference does not allow.
+      assert.throws(() => reference.schema('assets-cooldown-webhook-event', { ...envelope(events.at(-1)!), data: { userId: briton, assets: ['BTC'], cooldown: { rule: 'other', features: ['buy'], endsAt: endsAt.toISOString() } } }), /does not match/)
     })
 
     test('portfolio: overview, performance (single, _mget, overall), historical balances and their errors', async () => {

@@ -205,8 +205,12 @@ if (TEST_DATABASE_URL) {
         for (const row of transactions.rows) expected.set(row.account_id, (expected.get(row.account_id) ?? 0) + Number(row.amount) * 1000)
         const balances = await client.query<{ id: string; total: string }>('select id, total from ledger_accounts where system_code is null')
         for (const row of balances.rows) assert.equal(Math.round(Number(row.total) * 1000), Math.round(expected.get(row.id) ?? 0), `balance of ${row.id}`)
-        const unfinished = await client.query("select id from jobs where status <> 'completed'")
-        assert.equal(unfinished.rows.length, 0)
+        // Announcements due at a later moment (a user's cooldown ending, a card expiring) are not work left over, nor is
+        // webhook delivery's dispatcher, a job that lives for ever.
+        const unfinished = await client.query(
+          "select id, type from jobs where status <> 'completed' and not ((type in ('assets.cooldown-end', 'external-accounts.status-change') and run_at > now()) or (type = 'webhooks.dispatch' and status in ('pending', 'running')))",
+        )
+        assert.deepEqual(unfinished.rows, [])
       } finally {
         await client.end()
       }

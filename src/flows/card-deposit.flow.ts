@@ -144,6 +144,6 @@ export function defineCardDepositFlow(deps: CardDepositFlowDeps): FlowHandle<Car
         run: (tx, flows) => settleIncoming(tx, ledger, transactions, flows),
       },
     ],
-    onFailed: failTransaction(transactions),
+    onFailed: failTransaction(transactions, directory),
   })
 }

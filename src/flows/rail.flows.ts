@@ -4,7 +4,7 @@ import { DomainError } from '../lib/errors.ts'
 import type { LedgerService } from '../modules/ledger/index.ts'
 import type { QuotedMovement, TransactionsService } from '../modules/transactions/index.ts'
 import { RailUnavailableError, type PaymentRail, type RailCounterparty, type RailFailureReason, type RailOrder } from '../providers/rails/payouts.ts'
-import { failTransaction } from './failure-reasons.ts'
+import { failTransaction, type PaymentFailureListener } from './failure-reasons.ts'
 import { reserveStep, type Reserved } from './reserve.step.ts'
 import { FlowFailure, FlowWait, type Flow, type FlowHandle, type FlowRunner, type FlowStep } from './runner.ts'
 import { screenStep, type TravelRuleStepDeps, type WithTravelRule } from './travel-rule.steps.ts'
@@ -27,8 +27,11 @@ export interface RailFlowData extends QuotedMovement, Reserved {
   networkReference?: string
 }
 
-/** Where movements' outside ends are, as the rail reaches them, keyed `<id>|<network>` (the external accounts module answers). */
-export interface CounterpartyDirectory {
+/**
+ * Where movements' outside ends are, as the rail reaches them, keyed `<id>|<network>`, and who hears of the payments
+ * that failed there (the external accounts module answers).
+ */
+export interface CounterpartyDirectory extends PaymentFailureListener {
   counterparties(organizationId: string, targets: readonly { id: string; network: string }[]): Promise<Map<string, RailCounterparty>>
 }
 
@@ -178,7 +181,7 @@ export function defineWithdrawalFlow(deps: RailFlowDeps): FlowHandle<RailFlowDat
         },
       },
     ],
-    onFailed: failTransaction(transactions),
+    onFailed: failTransaction(transactions, deps.directory),
   })
 }
 
@@ -240,7 +243,7 @@ export function defineBankPullFlow(deps: RailFlowDeps): FlowHandle<RailFlowData>
         run: (tx, flows) => settleIncoming(tx, ledger, transactions, flows),
       },
     ],
-    onFailed: failTransaction(transactions),
+    onFailed: failTransaction(transactions, deps.directory),
   })
 }
 

@@ -36,8 +36,12 @@ export function passesLuhn(digits: string): boolean {
  * so that no user sees a card refused a day early).
  */
 export function isCardExpired(expiry: { month: number; year: number }, now: Date): boolean {
-  const endOfMonth = Date.UTC(expiry.year, expiry.month, 1)
-  return now.getTime() >= endOfMonth
+  return now.getTime() >= cardExpiresAt(expiry).getTime()
+}
+
+/** The instant a card expires: the first of the month after its expiry month, 00:00 UTC. */
+export function cardExpiresAt(expiry: { month: number; year: number }): Date {
+  return new Date(Date.UTC(expiry.year, expiry.month, 1))
 }
 
 export interface BinRange {

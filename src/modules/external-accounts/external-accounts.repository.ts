@@ -57,6 +57,27 @@ export function updateLabel(db: Executor, organizationId: string, ownerId: strin
     .executeTakeFirst()
 }
 
+/**
+ * Moves a live external account's status from `from` to `to` (with the reason for it); the row as it now stands,
+ * or undefined when it was not live in `from` (deleted, or moved already: a change is made once).
+ */
+export function changeStatus(
+  tx: Tx,
+  organizationId: string,
+  id: string,
+  change: { from: ExternalAccountRow['status']; to: ExternalAccountRow['status']; reason: string | null; at: Date },
+): Promise<ExternalAccountRow | undefined> {
+  return tx
+    .updateTable('external_accounts')
+    .set({ status: change.to, reason: change.reason, updated_at: change.at })
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .where('status', '=', change.from)
+    .where('deleted_at', 'is', null)
+    .returningAll()
+    .executeTakeFirst()
+}
+
 export function markDeleted(tx: Tx, organizationId: string, ownerId: string, id: string, at: Date): Promise<ExternalAccountRow | undefined> {
   return tx
     .updateTable('external_accounts')

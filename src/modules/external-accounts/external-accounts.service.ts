@@ -1,8 +1,9 @@
 import { createHmac } from 'node:crypto'
-import type { Db, Executor, ExternalAccountRow, Tx } from '../../db/schema.ts'
+import type { Db, Executor, ExternalAccountRow, JobRow, Tx } from '../../db/schema.ts'
 import { isUniqueViolation } from '../../db/errors.ts'
 import { pageWindow, type PageWindow, type PaginationParams } from '../../http/pagination.ts'
 import type { Principal } from '../../http/principal.ts'
+import { enqueue, JobDeferral, type JobHandlers } from '../../jobs/queue.ts'
 import { DomainError, notFound, operationNotAllowed, type ErrorBody } from '../../lib/errors.ts'
 import { isUuid, uuidv7 } from '../../lib/ids.ts'
 import { derivePurposeKey, Sealer } from '../../lib/sealing.ts'
@@ -12,9 +13,9 @@ import type { RailCounterparty } from '../../providers/rails/payouts.ts'
 import { recordEvent } from '../events/index.ts'
 import { attachInitialMetadata } from '../metadata/index.ts'
 import type { AddressFamily, Chain } from '../reference/index.ts'
-import { checkAch, checkCard, checkFps, checkSepa, findBinRange, isCardExpired, type BinRange, type DetailProblem } from './details.ts'
+import { cardExpiresAt, checkAch, checkCard, checkFps, checkSepa, findBinRange, isCardExpired, type BinRange, type DetailProblem } from './details.ts'
 import * as repository from './external-accounts.repository.ts'
-import type { CreateExternalAccountBody, ExternalAccount, ExternalAccountType, UpdateExternalAccountBody } from './external-accounts.schemas.ts'
+import type { CreateExternalAccountBody, EXTERNAL_ACCOUNT_STATUS_REASONS, ExternalAccount, ExternalAccountType, UpdateExternalAccountBody } from './external-accounts.schemas.ts'
 import type { VerificationLevel } from './verification.machine.ts'
 import { AddressVerifications, type VerificationSummary } from './verifications.service.ts'
 import type { Verification } from './verifications.schemas.ts'
@@ -24,6 +25,21 @@ export const EXTERNAL_ACCOUNT_EVENTS = {
   statusChanged: 'core.external-account.status-changed',
   deleted: 'core.external-account.deleted',
 } as const
+
+/**
+ * The job that changes an external account's status and announces it (payload `{externalAccountId, status,
+ * reason}`): due when the card expires, or at once when a payment showed the account unusable.
+ */
+export const STATUS_CHANGE_JOB = 'external-accounts.status-change'
+
+type StatusReason = (typeof EXTERNAL_ACCOUNT_STATUS_REASONS)[number]
+
+/**
+ * The reasons a payment fails with that are the issuer's word on the card itself, not on the one payment: every later
+ * payment would fail the same way, so the card fails with that reason. A bank's return (even for a holder name that
+ * does not match) is about one payment, and leaves the account as it is.
+ */
+const ACCOUNT_FAILURES: ReadonlySet<string> = new Set<StatusReason>(['card-expired', 'card-permanently-declined-by-bank'])
 
 type Feature = 'deposit' | 'withdraw'
 
@@ -86,6 +102,11 @@ const VENMO_IDENTIFIER = /^@[A-Za-z0-9_-]{5,30}$/
 function actingUser(principal: Principal): string {
   if (principal.userId === null) throw notFound('user')
   return principal.userId
+}
+
+/** The owner of an external account, as the capabilities read a request acting for them (their type is read from them). */
+function ownerOf(row: ExternalAccountRow): Principal {
+  return { organizationId: row.organization_id, clientId: '', scopes: new Set(), subject: 'user:individual', userId: row.owner_id }
 }
 
 function problem(found: DetailProblem): DomainError {
@@ -203,6 +224,7 @@ export class ExternalAccountsService {
           : null
         const externalAccount = this.present(row, enabled)
         await this.announce(tx, EXTERNAL_ACCOUNT_EVENTS.created, row, externalAccount)
+        if (prepared.card) await this.scheduleExpiry(tx, row, prepared.card.expiryDate)
         return metadataError ? { externalAccount, errors: { metadata: metadataError.toBody() } } : { externalAccount }
       })
     } catch (error) {
@@ -242,6 +264,20 @@ export class ExternalAccountsService {
       if (!row) throw notFound('external-account')
       await this.announce(tx, EXTERNAL_ACCOUNT_EVENTS.deleted, row, await this.presentOne(tx, row, enabled))
     })
+  }
+
+  registerJobs(jobs: JobHandlers): void {
+    jobs.register(STATUS_CHANGE_JOB, (job) => this.changeStatus(job))
+  }
+
+  /**
+   * For movements: a payment to or from the external account failed for good with `reason` (the transaction's). A
+   * reason that says the card itself cannot be paid (`ACCOUNT_FAILURES`) fails it: the job that does it is enqueued
+   * with the caller's executor, so it exists exactly when the movement's failure commits.
+   */
+  async paymentFailed(executor: Executor, organizationId: string, externalAccountId: string, reason: string): Promise<void> {
+    if (!ACCOUNT_FAILURES.has(reason)) return
+    await enqueue(executor, { type: STATUS_CHANGE_JOB, organizationId, payload: { externalAccountId, status: 'failed', reason } })
   }
 
   /** The external account `/core/external-accounts/{entityId}/metadata` names, when it is a live one of the acting user. */
@@ -491,6 +527,48 @@ export class ExternalAccountsService {
       duplicateOf: ['number', 'card'],
       card: { number: body.number, securityCode: body.securityCode, expiryDate: body.expiryDate, issuerCountry },
     }
+  }
+
+  /** A card expires once its expiry month has passed: the job that says so is due then. */
+  private async scheduleExpiry(tx: Tx, row: ExternalAccountRow, expiryDate: { month: number; year: number }): Promise<void> {
+    const expiresAt = cardExpiresAt(expiryDate)
+    // Timestamps end with the year 9999: a card valid through December 9999 does not expire here.
+    if (expiresAt.getUTCFullYear() > 9999) return
+    await enqueue(tx, {
+      type: STATUS_CHANGE_JOB,
+      organizationId: row.organization_id,
+      payload: { externalAccountId: row.id, status: 'expired', reason: 'card-expired' },
+      runAt: expiresAt,
+    })
+  }
+
+  /**
+   * The status change job: a live external account that is `ok` moves to the job's status, and
+   * `core.external-account.status-changed` carries it as `GET /core/external-accounts/{id}` then shows it, in the same
+   * database transaction. An account deleted, already moved (a second run), or whose owner is gone, stays as it is.
+   */
+  private async changeStatus(job: JobRow): Promise<void> {
+    const organizationId = job.organization_id!
+    const { externalAccountId, status, reason } = job.payload as { externalAccountId: string; status: 'expired' | 'failed'; reason: StatusReason }
+    const [row] = await repository.findAnyMany(this.db, organizationId, [externalAccountId])
+    if (!row || row.deleted_at !== null || row.status !== 'ok') return
+    if (status === 'expired') {
+      const expiresAt = cardExpiresAt((row.details as { expiryDate: { month: number; year: number } }).expiryDate)
+      if (expiresAt.getTime() > Date.now()) throw new JobDeferral(expiresAt)
+    }
+    // Features are the owner's capabilities', read as a request of theirs reads them: before the transaction.
+    let enabled: ReadonlySet<string>
+    try {
+      enabled = await this.capabilities.enabledFor(ownerOf(row))
+    } catch (error) {
+      if (error instanceof DomainError && error.code === 'entity_not_found') return
+      throw error
+    }
+    await this.db.transaction().execute(async (tx) => {
+      const changed = await repository.changeStatus(tx, organizationId, externalAccountId, { from: 'ok', to: status, reason, at: new Date() })
+      if (!changed) return
+      await this.announce(tx, EXTERNAL_ACCOUNT_EVENTS.statusChanged, changed, await this.presentOne(tx, changed, enabled))
+    })
   }
 
   private async verify(card: NonNullable<Prepared['card']>, organizationId: string, id: string): Promise<CardVerification> {

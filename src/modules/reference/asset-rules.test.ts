@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { activeCooldowns, featuresFor, featuresWithoutCapability, mayCoolDown, type CooldownRule, type RestrictionRule } from './asset-rules.ts'
+import { activeCooldowns, cooldownEnds, cooldownsEndingAt, featuresFor, featuresWithoutCapability, mayCoolDown, type CooldownRule, type RestrictionRule } from './asset-rules.ts'
 
 const ALL = ['buy', 'deposit', 'sell', 'transfer', 'withdraw'] as const
 const btc = { code: 'BTC', type: 'crypto' as const, features: [...ALL] }
@@ -41,6 +41,41 @@ describe('asset rules', () => {
     assert.equal(mayCoolDown(gb, cooldownRules, hoursLater(24)), false)
     assert.equal(mayCoolDown({ ...gb, residence: { country: 'DE' } }, cooldownRules, hoursLater(1)), false)
     assert.equal(mayCoolDown({ ...gb, residence: null }, cooldownRules, hoursLater(1)), false)
+  })
+
+  test('the ends of the cooldowns that may cover a user: by country or any of its subdivisions, distinct, soonest first', () => {
+    const rules: CooldownRule[] = [
+      ...cooldownRules,
+      { rule: 'financial-promotions', description: 'Manchester', regions: ['GB-MAN'], assets: ['ETH'], features: ['buy'], hours: 48 },
+      { rule: 'financial-promotions', description: 'UK again', regions: ['GB'], assets: ['XRP'], features: ['deposit'], hours: 24 },
+    ]
+    assert.deepEqual(cooldownEnds('GB', since, rules), [hoursLater(24), hoursLater(48)])
+    assert.deepEqual(cooldownEnds('DE', since, rules), [])
+    assert.deepEqual(cooldownEnds('G', since, rules), [], 'a prefix of a country is not the country')
+  })
+
+  test('the cooldowns ending at a moment: grouped by the features held back, assets in code order, none when skipped or moved', () => {
+    const usdc = { code: 'USDC', type: 'crypto' as const, features: ['buy', 'sell', 'transfer'] as const }
+    const busd = { code: 'BUSD', type: 'crypto' as const, features: [] as const }
+    const eth = { code: 'ETH', type: 'crypto' as const, features: [...ALL] }
+    const catalogue = [usdc, btc, gbp, busd, eth]
+    const gb = { residence: { country: 'GB' }, since, cooldownsSkippedAt: null }
+    assert.deepEqual(cooldownsEndingAt(catalogue, gb, cooldownRules, hoursLater(24)), [
+      { rule: 'financial-promotions', features: ['buy'], assets: ['USDC'] },
+      { rule: 'financial-promotions', features: ['buy', 'deposit'], assets: ['BTC', 'ETH'] },
+    ])
+    // What activeCooldowns showed until then ends then: nothing else.
+    assert.deepEqual(activeCooldowns(btc, gb, cooldownRules, new Date(hoursLater(24).getTime() - 1))[0]!.endsAt, hoursLater(24).toISOString())
+    assert.deepEqual(cooldownsEndingAt(catalogue, gb, cooldownRules, hoursLater(23)), [])
+    assert.deepEqual(cooldownsEndingAt(catalogue, { ...gb, residence: { country: 'DE' } }, cooldownRules, hoursLater(24)), [])
+    assert.deepEqual(cooldownsEndingAt(catalogue, { ...gb, cooldownsSkippedAt: hoursLater(2) }, cooldownRules, hoursLater(24)), [], 'skipped while it ran')
+    assert.equal(cooldownsEndingAt(catalogue, { ...gb, cooldownsSkippedAt: hoursLater(25) }, cooldownRules, hoursLater(24)).length, 2, 'skipped after it ended')
+    assert.equal(cooldownsEndingAt(catalogue, { ...gb, cooldownsSkippedAt: new Date(since.getTime() - 1) }, cooldownRules, hoursLater(24)).length, 2, 'skipped before it began')
+    assert.deepEqual(cooldownsEndingAt(catalogue, { ...gb, since: hoursLater(-100) }, cooldownRules, hoursLater(24)), [], 'onboarding moved back')
+    const twoRules: CooldownRule[] = [...cooldownRules, { rule: 'financial-promotions', description: 'fiat too', regions: ['GB-MAN'], assetTypes: ['fiat'], features: ['deposit', 'buy'], hours: 24 }]
+    assert.deepEqual(cooldownsEndingAt([btc, gbp], { ...gb, residence: { country: 'GB', subdivision: 'GB-MAN' } }, twoRules, hoursLater(24)), [
+      { rule: 'financial-promotions', features: ['buy', 'deposit'], assets: ['BTC', 'GBP'] },
+    ])
   })
 
   test('features whose capability is restricted for the user are left out, by asset type', () => {

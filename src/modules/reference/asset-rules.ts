@@ -84,6 +84,57 @@ export function mayCoolDown(user: Pick<UserStanding, 'residence' | 'since'>, rul
   return rules.some((rule) => livesIn(rule.regions, residence) && user.since.getTime() + rule.hours * 3_600_000 > now.getTime())
 }
 
+/**
+ * When the cooldowns that may cover a user living in `country` end, counted from `since`: distinct, soonest first.
+ * The country of residence never changes, but the subdivision may, so a rule naming any subdivision of the country
+ * counts too (whether it covers the user is decided when the cooldown ends: `cooldownsEndingAt`).
+ */
+export function cooldownEnds(country: string, since: Date, rules: readonly CooldownRule[]): Date[] {
+  const ends = new Set<number>()
+  for (const rule of rules) {
+    if (rule.regions.some((region) => region === country || region.startsWith(`${country}-`))) ends.add(since.getTime() + rule.hours * 3_600_000)
+  }
+  return [...ends].sort((a, b) => a - b).map((time) => new Date(time))
+}
+
+/** Cooldowns that ended together: the features they held back, on which assets. */
+export interface EndedCooldown {
+  rule: 'financial-promotions'
+  features: AssetFeature[]
+  /** Asset codes, in code order. */
+  assets: string[]
+}
+
+/**
+ * The user's cooldowns that end at `endsAt`, as `activeCooldowns` showed them until then, one entry per rule and set
+ * of features held back (a feature the asset does not offer was not held back; an asset left with none is left
+ * out), in the order of their features. None when the user's cooldowns were skipped before `endsAt` (they ended then), or when no rule ends at
+ * `endsAt` any more (the user's onboarding moved: they ended otherwise).
+ */
+export function cooldownsEndingAt(
+  assets: readonly { code: string; type: AssetType; features: readonly AssetFeature[] }[],
+  user: Pick<UserStanding, 'residence' | 'since' | 'cooldownsSkippedAt'>,
+  rules: readonly CooldownRule[],
+  endsAt: Date,
+): EndedCooldown[] {
+  const skipped = user.cooldownsSkippedAt
+  if (skipped !== null && skipped >= user.since && skipped < endsAt) return []
+  const ended = new Map<string, EndedCooldown>()
+  for (const rule of rules) {
+    if (user.since.getTime() + rule.hours * 3_600_000 !== endsAt.getTime()) continue
+    for (const asset of assets) {
+      if (!covers(rule, asset, user.residence)) continue
+      const features = ASSET_FEATURES.filter((feature) => rule.features.includes(feature) && asset.features.includes(feature))
+      if (features.length === 0) continue
+      const key = `${rule.rule}:${features.join(',')}`
+      const entry = ended.get(key) ?? { rule: rule.rule, features, assets: [] }
+      if (!entry.assets.includes(asset.code)) entry.assets.push(asset.code)
+      ended.set(key, entry)
+    }
+  }
+  return [...ended.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, entry]) => ({ ...entry, assets: entry.assets.toSorted() }))
+}
+
 /** The asset's features as the user may use them: without those restricted where they live or cooling down. */
 export function featuresFor(
   asset: { code: string; type: AssetType; features: readonly AssetFeature[] },

@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto'
 import BigNumber from 'bignumber.js'
-import type { Db } from '../../db/schema.ts'
+import type { Db, Executor, JobRow, Tx } from '../../db/schema.ts'
 import type { Principal } from '../../http/principal.ts'
+import { enqueue, JobDeferral, type JobHandlers } from '../../jobs/queue.ts'
 import { notFound } from '../../lib/errors.ts'
-import { activeCooldowns, featuresFor, mayCoolDown, type Residence, type UserStanding } from './asset-rules.ts'
+import { hasEventAt, recordEvents } from '../events/index.ts'
+import { activeCooldowns, cooldownEnds, cooldownsEndingAt, featuresFor, mayCoolDown, type Residence, type UserStanding } from './asset-rules.ts'
 import * as repository from './assets.repository.ts'
 import type { Asset, AssetDefinition, AssetSort, AssetsFile } from './assets.schemas.ts'
 import { relativeChange, INTERVAL_STEPS, type HistoryInterval } from './rates.ts'
@@ -56,26 +58,47 @@ export class AssetCatalogue {
 export interface UserDirectory {
   /** Where the acting user lives and since when they are a user; null when unknown. */
   standing(principal: Principal): Promise<{ residence: Residence | null; since: Date } | null>
+  /**
+   * The same of an active user, locked in the caller's transaction (their deletion waits for it); null when there is
+   * no such active user.
+   */
+  lockStanding(tx: Tx, organizationId: string, userId: string): Promise<{ residence: Residence | null; since: Date } | null>
 }
 
-/** Adapts anything that returns the acting user (the users service's `getMe`) to a user directory. */
+type DirectoryUser = { createdAt: string; address?: { country: string; subdivision?: string } }
+
+function standingOf(user: DirectoryUser): { residence: Residence | null; since: Date } {
+  const country = user.address?.country
+  return {
+    residence: country ? { country, ...(user.address?.subdivision ? { subdivision: user.address.subdivision } : {}) } : null,
+    since: new Date(user.createdAt),
+  }
+}
+
+/** Adapts anything that returns users as the API shows them (the users service) to a user directory. */
 export function userDirectoryOf(users: {
-  getMe(principal: Principal): Promise<{ createdAt: string; address?: { country: string; subdivision?: string } }>
+  getMe(principal: Principal): Promise<DirectoryUser>
+  lockActive(tx: Tx, organizationId: string, userId: string): Promise<DirectoryUser | null>
 }): UserDirectory {
   return {
-    async standing(principal) {
-      const user = await users.getMe(principal)
-      const country = user.address?.country
-      return {
-        residence: country ? { country, ...(user.address?.subdivision ? { subdivision: user.address.subdivision } : {}) } : null,
-        since: new Date(user.createdAt),
-      }
+    standing: async (principal) => standingOf(await users.getMe(principal)),
+    async lockStanding(tx, organizationId, userId) {
+      const user = await users.lockActive(tx, organizationId, userId)
+      return user ? standingOf(user) : null
     },
   }
 }
 
 /** Without a user directory, nothing is narrowed: every user sees the catalogue's features. */
-export const NO_USER_DIRECTORY: UserDirectory = { standing: async () => null }
+export const NO_USER_DIRECTORY: UserDirectory = { standing: async () => null, lockStanding: async () => null }
+
+/** What clients hear about assets (webhook event types of the reference). */
+export const ASSET_EVENTS = {
+  cooldownEnded: 'core.assets.cooldown-ended',
+} as const
+
+/** The job that announces the end of a user's cooldowns, due when they end (payload `{userId, endsAt}`). */
+export const COOLDOWN_END_JOB = 'assets.cooldown-end'
 
 export interface AssetsServiceDeps {
   catalogue: AssetCatalogue
@@ -182,6 +205,53 @@ export class AssetsService {
     const definition = this.catalogue.find(code)
     if (!definition) throw notFound('asset')
     return logoSvg(definition)
+  }
+
+  /**
+   * For a new user, in the transaction that creates them (their cooldowns run from then): one job for each moment a
+   * cooldown that may cover them ends, due then. Whether one does cover them is decided when it ends.
+   */
+  async scheduleCooldownEnds(tx: Executor, user: { organizationId: string; id: string; residence: Residence | null }, since: Date): Promise<void> {
+    if (user.residence === null) return
+    for (const endsAt of cooldownEnds(user.residence.country, since, this.catalogue.file.cooldowns)) {
+      await enqueue(tx, { type: COOLDOWN_END_JOB, organizationId: user.organizationId, payload: { userId: user.id, endsAt: endsAt.toISOString() }, runAt: endsAt })
+    }
+  }
+
+  registerJobs(jobs: JobHandlers): void {
+    jobs.register(COOLDOWN_END_JOB, (job) => this.announceCooldownEnd(job))
+  }
+
+  /**
+   * Records `core.assets.cooldown-ended` for the cooldowns of the job's user that end at its `endsAt` (one event per
+   * set of features held back), in one transaction under the user's lock; nothing for a user deleted meanwhile, whose
+   * cooldowns were skipped before they ended, or who no longer lives where a rule applies. A second run finds the
+   * event recorded and records nothing; a run before `endsAt` waits for it.
+   */
+  private async announceCooldownEnd(job: JobRow): Promise<void> {
+    const organizationId = job.organization_id!
+    const { userId, endsAt: endsAtText } = job.payload as { userId: string; endsAt: string }
+    const endsAt = new Date(endsAtText)
+    if (endsAt.getTime() > this.now().getTime()) throw new JobDeferral(endsAt)
+    const subject = { type: 'user', id: userId }
+    await this.db.transaction().execute(async (tx) => {
+      const user = await this.users.lockStanding(tx, organizationId, userId)
+      if (!user) return
+      const skippedAt = await repository.findCooldownSkip(tx, organizationId, userId)
+      const ended = cooldownsEndingAt(this.catalogue.all(), { ...user, cooldownsSkippedAt: skippedAt ?? null }, this.catalogue.file.cooldowns, endsAt)
+      if (ended.length === 0 || (await hasEventAt(tx, organizationId, subject, ASSET_EVENTS.cooldownEnded, endsAt))) return
+      await recordEvents(
+        tx,
+        ended.map(({ rule, features, assets }) => ({
+          organizationId,
+          type: ASSET_EVENTS.cooldownEnded,
+          subject,
+          userId,
+          data: { userId, assets, cooldown: { rule, features, endsAt: endsAt.toISOString() } },
+          occurredAt: endsAt,
+        })),
+      )
+    })
   }
 
   /** Sandbox test helper: ends the acting user's cooldowns now. */

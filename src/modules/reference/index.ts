@@ -1,11 +1,12 @@
 /**
- * Reference data: assets and prices, networks, countries, rails (tables `price_points`, `asset_cooldown_skips`).
+ * Reference data: assets and prices, networks, countries, rails (tables `price_points`, `asset_cooldown_skips`; job
+ * `assets.cooldown-end`, which announces `core.assets.cooldown-ended`).
  * The module's public entry: the rest of src/ imports it from here only (docs/architecture.md).
  */
 export { canonicalAddress, type AddressFamily, type Chain } from './addresses.ts'
 export { assetsRoutes } from './assets.routes.ts'
 export { AssetsFile } from './assets.schemas.ts'
-export { AssetCatalogue, AssetsService, userDirectoryOf } from './assets.service.ts'
+export { ASSET_EVENTS, AssetCatalogue, AssetsService, COOLDOWN_END_JOB, userDirectoryOf } from './assets.service.ts'
 export { countriesRoutes } from './countries.routes.ts'
 export { CountriesFile, CountryRestrictionsFile } from './countries.schemas.ts'
 export { CountriesService } from './countries.service.ts'

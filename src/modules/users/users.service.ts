@@ -95,7 +95,15 @@ function checkBusinessRules(input: CreateUserBody, now: Date): DomainError | nul
 /** What a new user brings with them, written by another module inside the creating transaction. */
 export type UserCreationStep = (
   tx: Executor,
-  user: { organizationId: string; id: string; type: 'individual' | 'business'; termsOfService: string; context: UserContext },
+  user: {
+    organizationId: string
+    id: string
+    type: 'individual' | 'business'
+    termsOfService: string
+    context: UserContext
+    /** Where the user lives, as declared (the country never changes; the subdivision may); null when not declared. */
+    residence: { country: string; subdivision?: string } | null
+  },
   at: Date,
 ) => Promise<void>
 
@@ -154,7 +162,9 @@ export class UsersService {
     try {
       return await this.db.transaction().execute(async (tx) => {
         await repository.insertUser(tx, row)
-        const created = { organizationId: row.organization_id, id: row.id, type: row.type, termsOfService: input.termsOfService, context }
+        const country = profile.address?.country
+        const residence = country ? { country, ...(profile.address?.subdivision ? { subdivision: profile.address.subdivision } : {}) } : null
+        const created = { organizationId: row.organization_id, id: row.id, type: row.type, termsOfService: input.termsOfService, context, residence }
         for (const step of this.creationSteps) await step(tx, created, now)
         const metadataError = 'metadata' in input && input.metadata !== undefined
           ? await attachInitialMetadata(tx, { organizationId: principal.organizationId, entityType: 'users', entityId: row.id }, input.metadata, now)
@@ -231,6 +241,16 @@ export class UsersService {
       throw error
     }
     await this.changes.announce(tx, cacheKey(organizationId, userId))
+  }
+
+  /**
+   * Locks an active user in the caller's transaction, for work that must not cross the user's deletion or another
+   * run of itself (a deletion waits for that transaction); the user as the API shows it, or null when there is no
+   * such active user.
+   */
+  async lockActive(tx: Executor, organizationId: string, userId: string): Promise<User | null> {
+    const row = await repository.lockActiveUser(tx, organizationId, userId)
+    return row ? toUser(row) : null
   }
 
   /**

@@ -39,7 +39,7 @@ const DESCRIPTIONS: ReadonlyArray<[type: string, description: string, sent?: fal
   ['core.account.archived', 'An account was archived.'],
   ['core.account.unarchived', 'An account was brought back from the archive. Tessera has no operation that does this: never sent.', false],
   ['core.external-account.created', 'A card, bank account or crypto address was linked.'],
-  ['core.external-account.status-changed', 'A linked external account changed status (verified, failed, …).'],
+  ['core.external-account.status-changed', 'A linked card changed status: it expired, or its issuer refused a payment for good (`failed`).'],
   ['core.external-account.deleted', 'A linked external account was removed.'],
   ['core.transaction.created', 'A transaction was created from a quote; `data.transaction` is the transaction.'],
   ['core.transaction.status-changed', 'A transaction changed status (completed, failed, …).'],
