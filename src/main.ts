@@ -24,8 +24,8 @@ Commands:
   clients revoke ID                   Revoke a client; its tokens stop working at once.
   ledger check                        Verify the ledger's invariants; prints a JSON report. Exits 3 and names
                                       every offending transaction or account when one is broken.
-  webhooks list [--organization ID] [--endpoint ID] [--event ID] [--status pending|delivered|failed] [--limit N]
-                                      List webhook messages, newest first, with where their delivery stands.
+  webhooks list --endpoint ID [--status pending|delivered|failed] [--limit N]
+                                      List an endpoint's webhook messages, newest first, with where each stands.
   webhooks attempts --endpoint ID [--message ID] [--limit N]
                                       List delivery attempts of an endpoint (or of one of its messages).
   webhooks replay --endpoint ID --since TIME
@@ -208,9 +208,7 @@ async function webhooks(config: Config, args: string[]): Promise<void> {
     args: rest,
     allowPositionals: true,
     options: {
-      organization: { type: 'string' },
       endpoint: { type: 'string' },
-      event: { type: 'string' },
       message: { type: 'string' },
       status: { type: 'string' },
       since: { type: 'string' },
@@ -222,7 +220,7 @@ async function webhooks(config: Config, args: string[]): Promise<void> {
   if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new ClientInputError('--limit must be an integer from 1 to 10000')
   if (values.status !== undefined && !WEBHOOK_STATUSES.includes(values.status)) throw new ClientInputError(`--status must be one of ${WEBHOOK_STATUSES.join(', ')}`)
   const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-  for (const name of ['organization', 'endpoint', 'event', 'message'] as const) {
+  for (const name of ['endpoint', 'message'] as const) {
     if (values[name] !== undefined && !uuid.test(values[name])) throw new ClientInputError(`--${name} must be a UUID`)
   }
   const required = (name: 'endpoint' | 'message' | 'since'): string => {
@@ -236,27 +234,19 @@ async function webhooks(config: Config, args: string[]): Promise<void> {
   )
   const { webhooks: service, sender } = buildWebhooks({ config, db: database.db, sealingKey: loadOrCreateSecrets(config.dataDir, config).sealingKey })
   try {
+    const endpointId = required('endpoint')
+    const organizationId = await service.organizationOfEndpoint(endpointId)
     let output: unknown
     if (action === 'list') {
-      output = await service.findMessages({
-        limit,
-        ...(values.organization ? { organizationId: values.organization } : {}),
-        ...(values.endpoint ? { endpointId: values.endpoint } : {}),
-        ...(values.event ? { eventId: values.event } : {}),
-        ...(values.status ? { status: values.status } : {}),
-      })
+      output = await service.listMessages(organizationId, endpointId, { limit, ...(values.status ? { status: values.status } : {}) })
+    } else if (action === 'attempts') {
+      output = await service.listAttempts(organizationId, { endpointId, limit, ...(values.message ? { messageId: values.message } : {}) })
+    } else if (action === 'replay') {
+      const since = new Date(required('since'))
+      if (Number.isNaN(since.getTime())) throw new ClientInputError('--since must be a time in ISO 8601, e.g. 2026-01-31T12:00:00Z')
+      output = await service.replay(organizationId, endpointId, since)
     } else {
-      const endpointId = required('endpoint')
-      const organizationId = await service.organizationOfEndpoint(endpointId)
-      if (action === 'attempts') {
-        output = await service.listAttempts(organizationId, { endpointId, limit, ...(values.message ? { messageId: values.message } : {}) })
-      } else if (action === 'replay') {
-        const since = new Date(required('since'))
-        if (Number.isNaN(since.getTime())) throw new ClientInputError('--since must be a time in ISO 8601, e.g. 2026-01-31T12:00:00Z')
-        output = await service.replay(organizationId, endpointId, since)
-      } else {
-        output = await service.resend(organizationId, endpointId, required('message'))
-      }
+      output = await service.resend(organizationId, endpointId, required('message'))
     }
     process.stdout.write(`${JSON.stringify(output, null, 2)}\n`)
   } catch (error) {

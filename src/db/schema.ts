@@ -97,6 +97,8 @@ export interface OutboxEventsTable {
   data: Json<Record<string, unknown>>
   occurred_at: Timestamp
   dispatched_at: ColumnType<Date | null, Date | null | undefined, Date | null>
+  /** Its number in the webhook delivery stream (bigint, as text), when endpoints subscribe to it. */
+  delivery_seq: ColumnType<string | null, never, string | null>
 }
 
 /** An identity-verification provider configuration of an organization; secrets sealed (src/lib/sealing.ts). */
@@ -528,7 +530,11 @@ export interface WebhookEndpointsTable {
   previous_secret_sealed: string | null
   previous_secret_expires_at: Date | null
   secret_rotated_at: Date | null
-  /** Every message of the endpoint up to this `seq` is done; bigint, read as text. */
+  /** The last event of the delivery stream done for it (bigint, as text), and the failed attempts of the next one. */
+  stream_seq: ColumnType<string, string, string>
+  stream_attempts: ColumnType<number, number | undefined, number>
+  stream_retry_at: ColumnType<Date | null, Date | null | undefined, Date | null>
+  /** Every message of the endpoint (resends, replays, tests) up to this `seq` is done; bigint, read as text. */
   delivered_seq: ColumnType<string, string | undefined, string>
   created_at: Timestamp
   updated_at: Timestamp
@@ -558,6 +564,8 @@ export interface WebhookAttemptsTable {
   endpoint_id: string
   message_id: string
   event_id: string
+  event_type: string
+  origin: string
   attempt: number
   url: string
   succeeded: boolean

@@ -43,10 +43,10 @@ for (const engine of ENGINES) {
       await deliverUntil(app.ctx, () => receiver.received.length === 1)
       await app.close()
 
-      const listed = await cli(['webhooks', 'list', '--organization', client.organizationId, '--endpoint', endpoint.id, '--status', 'delivered'], env)
+      const listed = await cli(['webhooks', 'list', '--endpoint', endpoint.id, '--status', 'delivered'], env)
       assert.equal(listed.code, 0, listed.stderr)
-      const messages = JSON.parse(listed.stdout) as { id: string; organizationId: string; status: string; eventType: string; attempts: number }[]
-      assert.deepEqual(messages.map((m) => [m.organizationId, m.status, m.eventType, m.attempts]), [[client.organizationId, 'delivered', 'core.user.created', 1]])
+      const messages = JSON.parse(listed.stdout) as { id: string; endpointId: string; status: string; eventType: string; attempts: number }[]
+      assert.deepEqual(messages.map((m) => [m.endpointId, m.status, m.eventType, m.attempts]), [[endpoint.id, 'delivered', 'core.user.created', 1]])
 
       const attempts = await cli(['webhooks', 'attempts', '--endpoint', endpoint.id], env)
       assert.equal(attempts.code, 0, attempts.stderr)
@@ -71,6 +71,7 @@ for (const engine of ENGINES) {
         [['webhooks', 'replay', '--endpoint', endpoint.id, '--since', 'last week'], /--since must be a time/],
         [['webhooks', 'replay', '--endpoint', '0190e0a3-1c3e-7000-8000-000000000000', '--since', since], /cannot be found/],
         [['webhooks', 'list', '--status', 'lost'], /--status must be one of/],
+        [['webhooks', 'list'], /--endpoint is required/],
         [['webhooks', 'list', '--limit', 'many'], /--limit must be an integer/],
         [['webhooks', 'resend', '--endpoint', 'nope', '--message', messages[0]!.id], /--endpoint must be a UUID/],
         [['webhooks', 'purge'], /Unknown webhooks command/],

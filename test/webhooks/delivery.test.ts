@@ -152,7 +152,8 @@ for (const engine of ENGINES) {
       assert.deepEqual((announced!.data.endpoint as { id: string; disabledReason: string }).id, endpoint.id)
       assert.deepEqual((await messagesOf(ctx(), portal, endpoint.id, '?status=pending')).map((message) => message.status), ['pending'])
 
-      // Disabled, it is sent nothing and queues nothing new; enabled again, it gets what waited.
+      // Disabled, it is sent nothing; it keeps its place in the stream: enabled again, it gets what waited, in order,
+      // what happened meanwhile included.
       const third = await ctx().createUser(suite.token)
       await deliverUntil(ctx(), () => true)
       assert.equal(hooks.received.length, 5)
@@ -160,12 +161,17 @@ for (const engine of ENGINES) {
       const enabled = await ctx().request({ method: 'PATCH', url: `${PORTAL_API}/endpoints/${endpoint.id}`, headers: portal, payload: { enabled: true } })
       assert.equal(enabled.status, 200, enabled.body)
       assert.equal(enabled.json<{ endpoint: { status: string } }>().endpoint.status, 'enabled')
-      await deliverUntil(ctx(), () => hooks.received.length >= 6)
+      await deliverUntil(ctx(), () => hooks.received.length >= 7)
       await deliverUntil(ctx(), () => true)
-      assert.deepEqual(hooks.events().slice(5).map((event) => (event.data.user as { id: string }).id), [second.id])
-      assert.ok(!hooks.events().some((event) => (event.data.user as { id: string }).id === third.id))
-      const statuses = (await messagesOf(ctx(), portal, endpoint.id)).map((message) => message.status)
-      assert.deepEqual(statuses, ['delivered', 'failed'])
+      assert.deepEqual(hooks.events().slice(5).map((event) => (event.data.user as { id: string }).id), [second.id, third.id])
+      const eventOf = async (userId: string) =>
+        (await ctx().database.db.selectFrom('outbox_events').select('id').where('type', '=', 'core.user.created').where('subject_id', '=', userId).executeTakeFirstOrThrow()).id
+      const messages = await messagesOf(ctx(), portal, endpoint.id)
+      assert.deepEqual(messages.map((message) => [message.eventId, message.status, message.attempts]).sort(), [
+        [await eventOf(first.id), 'failed', 5],
+        [await eventOf(second.id), 'delivered', 1],
+        [await eventOf(third.id), 'delivered', 1],
+      ].sort())
     })
 
     test('resend, replay since a time and a test event', async () => {

@@ -86,7 +86,7 @@ export function endpointView(context: PortalContext, id: string): { element: HTM
         if (result.kind !== 'ok') return error.show(refusalText(result.error))
         error.clear()
         showSummary(result.body.endpoint)
-        layout.setStatus(enabled ? 'Endpoint enabled: what waited in its queue is sent now.' : 'Endpoint disabled: it receives nothing until it is enabled again, and events in between are not queued for it (replay them once it is enabled).')
+        layout.setStatus(enabled ? 'Endpoint enabled: what waited for it is sent now, in order.' : 'Endpoint disabled: it receives nothing until it is enabled again; what happens meanwhile waits for it.')
         summary.querySelector<HTMLButtonElement>('.wp-toggle')?.focus()
       })
     })

@@ -1,6 +1,18 @@
 import { sql, type Kysely } from 'kysely'
 
 export async function up(db: Kysely<unknown>): Promise<void> {
+  // The delivery stream: the dispatcher numbers, in order, the committed events that webhook endpoints subscribe to
+  // (one number an event, however many endpoints receive it); each endpoint reads the stream from its position. Only
+  // numbered events are in the index.
+  await sql`create sequence outbox_delivery_seq`.execute(db)
+  await db.schema.alterTable('outbox_events').addColumn('delivery_seq', 'bigint').execute()
+  await db.schema
+    .createIndex('outbox_events_delivery')
+    .on('outbox_events')
+    .columns(['organization_id', 'delivery_seq'])
+    .where(sql.ref('delivery_seq'), 'is not', null)
+    .execute()
+
   // Where an organization wants its events delivered (src/modules/webhooks). The signing secret is sealed at rest;
   // after a rotation the previous one keeps signing beside it until `previous_secret_expires_at`.
   await db.schema
@@ -17,18 +29,22 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('previous_secret_sealed', 'text')
     .addColumn('previous_secret_expires_at', 'timestamptz')
     .addColumn('secret_rotated_at', 'timestamptz')
-    // Where its queue stands: every message up to this `seq` is done (delivered, or failed for good).
+    // Where it stands in the delivery stream (the last event done: delivered, or failed for good), and the failed
+    // attempts of the event after it, with when it is tried again.
+    .addColumn('stream_seq', 'bigint', (c) => c.notNull())
+    .addColumn('stream_attempts', 'integer', (c) => c.notNull().defaultTo(0))
+    .addColumn('stream_retry_at', 'timestamptz')
+    // Where its queue of other messages (resends, replays, tests) stands: every one up to this `seq` is done.
     .addColumn('delivered_seq', 'bigint', (c) => c.notNull().defaultTo(0))
     .addColumn('created_at', 'timestamptz', (c) => c.notNull())
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull())
     .addPrimaryKeyConstraint('webhook_endpoints_pk', ['organization_id', 'id'])
     .execute()
 
-  // One event to deliver to one endpoint. `seq` is the delivery order: every message is inserted while the
-  // dispatcher's row lock is held (webhook_dispatcher), so a later `seq` is never committed before an earlier one.
-  // A message is pending while its `seq` is past its endpoint's `delivered_seq`: a delivery moves that mark and
-  // writes nothing here (only a failed attempt does), so a message is written once in the common case. The rows of
-  // an endpoint go with it (deleted together by the service, in one transaction: no foreign key to check per row).
+  // Messages outside the stream: an event queued for one endpoint again (resend, replay) or a test event, in `seq`
+  // order (every one is inserted while the dispatcher's row lock is held, so a later `seq` is never committed before
+  // an earlier one), pending while past the endpoint's `delivered_seq`; and the stream's events that failed for good
+  // (their id is the event's). The rows of an endpoint go with it (deleted together by the service).
   await db.schema
     .createTable('webhook_messages')
     .addColumn('organization_id', 'uuid', (c) => c.notNull())
@@ -45,12 +61,13 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     // Set when its last attempt failed: it gave up.
     .addColumn('failed_at', 'timestamptz')
     .addColumn('created_at', 'timestamptz', (c) => c.notNull())
-    .addPrimaryKeyConstraint('webhook_messages_pk', ['organization_id', 'id'])
+    .addPrimaryKeyConstraint('webhook_messages_pk', ['organization_id', 'endpoint_id', 'id'])
     .execute()
   // An endpoint's queue in order: its head (past `delivered_seq`) and its history.
   await db.schema.createIndex('webhook_messages_endpoint').on('webhook_messages').columns(['organization_id', 'endpoint_id', 'seq']).execute()
 
-  // Every attempt to deliver a message, as it went: answer status, time taken, the start of the answer.
+  // Every attempt to deliver a message, as it went: answer status, time taken, the start of the answer. A stream
+  // message's id is its event's; a successful attempt is the record of a delivered message.
   await db.schema
     .createTable('webhook_attempts')
     .addColumn('organization_id', 'uuid', (c) => c.notNull())
@@ -58,6 +75,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('endpoint_id', 'uuid', (c) => c.notNull())
     .addColumn('message_id', 'uuid', (c) => c.notNull())
     .addColumn('event_id', 'uuid', (c) => c.notNull())
+    .addColumn('event_type', 'text', (c) => c.notNull())
+    // The message's origin: `event` (the stream), `resend`, `replay` or `test`.
+    .addColumn('origin', 'text', (c) => c.notNull())
     .addColumn('attempt', 'integer', (c) => c.notNull())
     .addColumn('url', 'text', (c) => c.notNull())
     .addColumn('succeeded', 'boolean', (c) => c.notNull())

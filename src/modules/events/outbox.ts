@@ -109,9 +109,61 @@ export async function undispatchedEvents(executor: Executor, limit: number): Pro
   return rows.map((row) => ({ id: row.id, organizationId: row.organization_id, type: row.type, subjectType: row.subject_type, occurredAt: row.occurred_at }))
 }
 
-export async function markDispatched(executor: Executor, ids: readonly string[], at: Date): Promise<void> {
+/**
+ * Marks events dispatched, and numbers `streamed` (a subset, in order) in the webhook delivery stream: the numbers
+ * follow the order given and every earlier dispatch's. Call it while holding the dispatcher's lock.
+ */
+export async function markDispatched(executor: Executor, ids: readonly string[], at: Date, streamed: readonly string[] = []): Promise<void> {
   if (ids.length === 0) return
-  await executor.updateTable('outbox_events').set({ dispatched_at: at }).where('id', 'in', ids).execute()
+  const { rows } = streamed.length === 0
+    ? { rows: [] }
+    : await sql<{ seq: string }>`select nextval('outbox_delivery_seq')::text as seq from generate_series(1, ${streamed.length}::integer)`.execute(executor)
+  const seqs = rows.map((row) => row.seq).sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1))
+  const numbers = new Map(streamed.map((id, i) => [id, seqs[i]!]))
+  // One update a row (each makes a new version of it, with its index entries): dispatched, and numbered if streamed.
+  await sql`update outbox_events o set dispatched_at = ${at}::timestamptz, delivery_seq = v.seq
+    from unnest(${ids}::uuid[], ${ids.map((id) => numbers.get(id) ?? null)}::bigint[]) as v(id, seq) where o.id = v.id`.execute(executor)
+}
+
+/** The last number given in the delivery stream (0 before any): an endpoint created now starts after it. */
+export async function lastDeliverySeq(executor: Executor): Promise<string> {
+  const { rows } = await sql<{ seq: string }>`select case when is_called then last_value else 0 end::text as seq from outbox_delivery_seq`.execute(executor)
+  return rows[0]!.seq
+}
+
+/** An event of the delivery stream: where it stands in it and what it is (its data is read apart: `eventsToDeliver`). */
+export interface StreamedEvent {
+  seq: string
+  id: string
+  type: string
+  occurredAt: Date
+}
+
+/** The events of an organization's delivery stream after `afterSeq`, of the given types (all when null), in order. */
+export async function streamAfter(executor: Executor, organizationId: string, afterSeq: string, types: readonly string[] | null, limit: number): Promise<StreamedEvent[]> {
+  const { rows } = await sql<StreamedEvent>`
+    select delivery_seq::text as seq, id, type, occurred_at as "occurredAt"
+    from outbox_events
+    where organization_id = ${organizationId} and delivery_seq > ${afterSeq}::bigint
+      ${types === null ? sql`` : sql`and type = any(${types}::text[])`}
+    order by delivery_seq
+    limit ${limit}`.execute(executor)
+  return rows.map((row) => ({ ...row, occurredAt: new Date(row.occurredAt) }))
+}
+
+/**
+ * How many streamed events wait for the given positions (an endpoint each: its organization, position and types,
+ * empty for all), and when the oldest of them occurred.
+ */
+export async function streamBacklog(executor: Executor, positions: readonly { organizationId: string; afterSeq: string; types: readonly string[] }[]): Promise<{ pending: number; oldest: Date | null }> {
+  if (positions.length === 0) return { pending: 0, oldest: null }
+  const { rows } = await sql<{ pending: string; oldest: Date | string | null }>`
+    select count(*) as pending, min(o.occurred_at) as oldest
+    from unnest(${positions.map((p) => p.organizationId)}::uuid[], ${positions.map((p) => p.afterSeq)}::bigint[], ${positions.map((p) => JSON.stringify(p.types))}::jsonb[]) as p(organization_id, after_seq, types)
+    join outbox_events o on o.organization_id = p.organization_id and o.delivery_seq > p.after_seq
+    where jsonb_array_length(p.types) = 0 or p.types ? o.type`.execute(executor)
+  const row = rows[0]!
+  return { pending: Number(row.pending), oldest: row.oldest === null ? null : new Date(row.oldest) }
 }
 
 /** Events of an organization by id (those that exist). */

@@ -9,6 +9,8 @@ export class WebhookMetrics {
   private readonly attempts: Counter<'outcome' | 'error'>
   private readonly duration: Histogram<'outcome'>
   private readonly disabled: Counter
+  private readonly succeeded: ReturnType<Counter<'outcome' | 'error'>['labels']>
+  private readonly succeededDuration: ReturnType<Histogram<'outcome'>['labels']>
 
   constructor(registry: Registry, queue: () => Promise<{ pending: number; oldest: Date | null }>) {
     this.attempts = new Counter({
@@ -24,6 +26,8 @@ export class WebhookMetrics {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15],
       registers: [registry],
     })
+    this.succeeded = this.attempts.labels({ outcome: 'succeeded', error: 'none' })
+    this.succeededDuration = this.duration.labels({ outcome: 'succeeded' })
     this.disabled = new Counter({
       name: 'tessera_webhook_endpoints_disabled_total',
       help: 'Endpoints disabled because a message failed every attempt.',
@@ -52,9 +56,14 @@ export class WebhookMetrics {
   }
 
   observe(outcome: Pick<DeliveryOutcome, 'ok' | 'error' | 'durationMs'>): void {
-    const label = outcome.ok ? 'succeeded' : 'failed'
-    this.attempts.inc({ outcome: label, error: outcome.error ?? 'none' })
-    this.duration.observe({ outcome: label }, outcome.durationMs / 1000)
+    if (outcome.ok) {
+      // The common case, with its series bound once: no label lookup an attempt.
+      this.succeeded.inc()
+      this.succeededDuration.observe(outcome.durationMs / 1000)
+      return
+    }
+    this.attempts.inc({ outcome: 'failed', error: outcome.error ?? 'none' })
+    this.duration.observe({ outcome: 'failed' }, outcome.durationMs / 1000)
   }
 
   endpointDisabled(): void {

@@ -34,7 +34,7 @@ export async function updateEndpoint(
   db: Executor,
   organizationId: string,
   id: string,
-  changes: Partial<Omit<EndpointRow, 'organization_id' | 'id' | 'event_types' | 'delivered_seq'>> & { event_types?: string[] },
+  changes: Partial<Omit<EndpointRow, 'organization_id' | 'id' | 'event_types' | 'delivered_seq' | 'stream_seq' | 'stream_attempts' | 'stream_retry_at'>> & { event_types?: string[] },
 ): Promise<EndpointRow | undefined> {
   const { event_types: eventTypes, ...rest } = changes
   return db
@@ -54,17 +54,24 @@ export async function deleteEndpoint(db: Executor, organizationId: string, id: s
   return Number(result.numDeletedRows) > 0
 }
 
-/** The enabled endpoints of these organizations, for the dispatcher to fan events out to. */
-export function enabledEndpointsOf(db: Executor, organizationIds: readonly string[]): Promise<Pick<EndpointRow, 'organization_id' | 'id' | 'event_types'>[]> {
+/**
+ * The endpoints of these organizations, for the dispatcher to know which events are streamed (a disabled endpoint
+ * keeps its place in the stream: what happens meanwhile waits for it).
+ */
+export function endpointsOf(db: Executor, organizationIds: readonly string[]): Promise<Pick<EndpointRow, 'organization_id' | 'id' | 'event_types' | 'disabled_at'>[]> {
   if (organizationIds.length === 0) return Promise.resolve([])
   return db
     .selectFrom('webhook_endpoints')
-    .select(['organization_id', 'id', 'event_types'])
+    .select(['organization_id', 'id', 'event_types', 'disabled_at'])
     .where('organization_id', 'in', organizationIds)
-    .where('disabled_at', 'is', null)
     .orderBy('organization_id')
     .orderBy('id')
     .execute()
+}
+
+/** Where every enabled endpoint stands in the stream (for the metrics' backlog). */
+export function streamPositions(db: Executor): Promise<Pick<EndpointRow, 'organization_id' | 'stream_seq' | 'event_types'>[]> {
+  return db.selectFrom('webhook_endpoints').select(['organization_id', 'stream_seq', 'event_types']).where('disabled_at', 'is', null).execute()
 }
 
 /**
@@ -97,6 +104,7 @@ export async function pendingHead(db: Executor, organizationId: string, endpoint
     .where('m.organization_id', '=', organizationId)
     .where('m.endpoint_id', '=', endpointId)
     .where(sql<boolean>`m.seq > ${deliveredSeq}::bigint`)
+    .where('m.failed_at', 'is', null)
     .orderBy('m.seq')
     .limit(limit)
     .execute()
@@ -117,34 +125,71 @@ export function findMessage(db: Executor, organizationId: string, endpointId: st
 }
 
 /**
- * Messages, newest first: of an organization, an endpoint, an event or a status when given (the portal gives the
- * organization and the endpoint; the CLI may give neither).
+ * An endpoint's queued messages that are pending or failed (a delivered one is recorded by its successful attempt),
+ * newest first.
  */
-export function findMessages(db: Executor, filter: { organizationId?: string; endpointId?: string; eventId?: string; status?: string; limit: number }): Promise<MessageState[]> {
-  let query = messagesWithStatus(db)
-  if (filter.organizationId !== undefined) query = query.where('m.organization_id', '=', filter.organizationId)
-  if (filter.endpointId !== undefined) query = query.where('m.endpoint_id', '=', filter.endpointId)
-  if (filter.eventId !== undefined) query = query.where('m.event_id', '=', filter.eventId)
-  if (filter.status !== undefined) query = query.where(STATUS, '=', filter.status as 'pending')
-  return query.orderBy('m.seq', 'desc').limit(filter.limit).execute()
+export function listQueued(db: Executor, organizationId: string, endpointId: string, status: 'pending' | 'failed' | undefined, limit: number): Promise<MessageState[]> {
+  let query = messagesWithStatus(db).where('m.organization_id', '=', organizationId).where('m.endpoint_id', '=', endpointId).where(STATUS, '<>', 'delivered')
+  if (status !== undefined) query = query.where(STATUS, '=', status)
+  return query.orderBy('m.seq', 'desc').limit(limit).execute()
+}
+
+/** An endpoint's successful attempts, newest first: its delivered messages. */
+export function listDelivered(db: Executor, organizationId: string, endpointId: string, limit: number): Promise<AttemptRow[]> {
+  return db
+    .selectFrom('webhook_attempts')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('endpoint_id', '=', endpointId)
+    .where('succeeded', '=', true)
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute()
+}
+
+function insertAttemptsSql(attempts: readonly AttemptRow[]) {
+  const column = <K extends keyof AttemptRow>(key: K) => attempts.map((attempt) => attempt[key])
+  return sql`
+    insert into webhook_attempts (organization_id, id, endpoint_id, message_id, event_id, event_type, origin, attempt, url, succeeded, response_status, duration_ms, response_excerpt, error, error_message, created_at)
+    select organization_id, id, endpoint_id, message_id, event_id, event_type, origin, attempt, url, true, response_status, duration_ms, response_excerpt, null, null, created_at
+    from unnest(${column('organization_id')}::uuid[], ${column('id')}::uuid[], ${column('endpoint_id')}::uuid[], ${column('message_id')}::uuid[], ${column('event_id')}::uuid[],
+      ${column('event_type')}::text[], ${column('origin')}::text[], ${column('attempt')}::integer[], ${column('url')}::text[], ${column('response_status')}::integer[],
+      ${column('duration_ms')}::integer[], ${column('response_excerpt')}::text[], ${column('created_at').map((at) => at.toISOString())}::timestamptz[])
+      as a(organization_id, id, endpoint_id, message_id, event_id, event_type, origin, attempt, url, response_status, duration_ms, response_excerpt, created_at)`
 }
 
 /**
- * Records delivered messages in one statement: their attempts, and the endpoint's mark moved to the last of them
- * (they are the next ones of its queue, in order).
+ * Records delivered messages of an endpoint's queue in one statement: their (successful) attempts, and its mark moved
+ * to the last of them (they are the next ones of its queue, in order).
  */
 export async function recordDelivered(db: Executor, organizationId: string, endpointId: string, throughSeq: string, attempts: readonly AttemptRow[]): Promise<void> {
-  const column = <K extends keyof AttemptRow>(key: K) => attempts.map((attempt) => attempt[key])
   await sql`
-    with recorded as (
-      insert into webhook_attempts (organization_id, id, endpoint_id, message_id, event_id, attempt, url, succeeded, response_status, duration_ms, response_excerpt, error, error_message, created_at)
-      select ${organizationId}::uuid, id, ${endpointId}::uuid, message_id, event_id, attempt, url, true, response_status, duration_ms, response_excerpt, null, null, created_at
-      from unnest(${column('id')}::uuid[], ${column('message_id')}::uuid[], ${column('event_id')}::uuid[], ${column('attempt')}::integer[], ${column('url')}::text[],
-        ${column('response_status')}::integer[], ${column('duration_ms')}::integer[], ${column('response_excerpt')}::text[], ${column('created_at').map((at) => at.toISOString())}::timestamptz[])
-        as a(id, message_id, event_id, attempt, url, response_status, duration_ms, response_excerpt, created_at)
-    )
+    with recorded as (${insertAttemptsSql(attempts)})
     update webhook_endpoints set delivered_seq = greatest(delivered_seq, ${throughSeq}::bigint)
     where organization_id = ${organizationId} and id = ${endpointId}`.execute(db)
+}
+
+/** The same for events of the stream: their attempts, and the endpoint's position moved to the last of them. */
+export async function recordStreamDelivered(db: Executor, organizationId: string, endpointId: string, throughSeq: string, attempts: readonly AttemptRow[]): Promise<void> {
+  await sql`
+    with recorded as (${insertAttemptsSql(attempts)})
+    update webhook_endpoints set stream_seq = greatest(stream_seq, ${throughSeq}::bigint), stream_attempts = 0, stream_retry_at = null
+    where organization_id = ${organizationId} and id = ${endpointId}`.execute(db)
+}
+
+/** A failed attempt of the stream's next event: tried again at `retryAt`. */
+export async function recordStreamRetry(db: Executor, organizationId: string, endpointId: string, attempts: number, retryAt: Date): Promise<void> {
+  await db.updateTable('webhook_endpoints').set({ stream_attempts: attempts, stream_retry_at: retryAt }).where('organization_id', '=', organizationId).where('id', '=', endpointId).execute()
+}
+
+/** The stream's next event failed for good: it is kept as a failed message, and the position moves past it. */
+export async function recordStreamFailed(db: Executor, message: NewMessage & { attempts: number; failed_at: Date }, seq: string): Promise<void> {
+  await db
+    .insertInto('webhook_messages')
+    .values({ ...message, origin: 'event', next_attempt_at: message.failed_at, created_at: message.failed_at })
+    .execute()
+  await sql`update webhook_endpoints set stream_seq = greatest(stream_seq, ${seq}::bigint), stream_attempts = 0, stream_retry_at = null
+    where organization_id = ${message.organization_id} and id = ${message.endpoint_id}`.execute(db)
 }
 
 /** Records a failed attempt on a message: another try at `retryAt`, or none (it failed; the endpoint's mark moves past it). */
@@ -165,6 +210,18 @@ export async function insertAttempts(db: Executor, rows: readonly AttemptRow[]):
   if (rows.length > 0) await db.insertInto('webhook_attempts').values([...rows]).execute()
 }
 
+/** A stream event that failed for good, kept as a message of its endpoint (its id is the event's). */
+export function findFailedStreamMessage(db: Executor, organizationId: string, endpointId: string, eventIds: readonly string[]): Promise<{ id: string; attempts: number; failed_at: Date | null }[]> {
+  if (eventIds.length === 0) return Promise.resolve([])
+  return db
+    .selectFrom('webhook_messages')
+    .select(['id', 'attempts', 'failed_at'])
+    .where('organization_id', '=', organizationId)
+    .where('endpoint_id', '=', endpointId)
+    .where('id', 'in', eventIds)
+    .execute()
+}
+
 export function listAttempts(db: Executor, organizationId: string, filter: { endpointId?: string; eventId?: string; messageId?: string; limit: number }): Promise<AttemptRow[]> {
   let query = db.selectFrom('webhook_attempts').selectAll().where('organization_id', '=', organizationId)
   if (filter.endpointId !== undefined) query = query.where('endpoint_id', '=', filter.endpointId)
@@ -173,11 +230,12 @@ export function listAttempts(db: Executor, organizationId: string, filter: { end
   return query.orderBy('id', 'desc').limit(filter.limit).execute()
 }
 
-/** Pending messages in all queues, and when the oldest was queued (for the metrics). */
-export async function queueDepth(db: Executor): Promise<{ pending: number; oldest: Date | null }> {
+/** Pending messages in the queues (resends, replays, tests) of enabled endpoints, and when the oldest was queued. */
+export async function queuedDepth(db: Executor): Promise<{ pending: number; oldest: Date | null }> {
   const { rows } = await sql<{ pending: string; oldest: Date | string | null }>`
     select count(*) as pending, min(m.created_at) as oldest
-    from webhook_endpoints e join webhook_messages m on m.organization_id = e.organization_id and m.endpoint_id = e.id and m.seq > e.delivered_seq`.execute(db)
+    from webhook_endpoints e join webhook_messages m on m.organization_id = e.organization_id and m.endpoint_id = e.id and m.seq > e.delivered_seq and m.failed_at is null
+    where e.disabled_at is null`.execute(db)
   const row = rows[0]!
   return { pending: Number(row.pending), oldest: row.oldest === null ? null : new Date(row.oldest) }
 }

@@ -7,7 +7,7 @@ import type { Sealer } from '../../lib/sealing.ts'
 import { newWebhookSecret, webhookHeaders, webhookMessageId, webhookSigningKey } from '../../lib/webhook-signatures.ts'
 import type { KeyObject } from 'node:crypto'
 import { hasActiveJob, JobDeferral, wakeJobs, enqueue, type JobHandlers } from '../../jobs/queue.ts'
-import { dispatchedEventsSince, eventsByIds, eventsToDeliver, markDispatched, recordEvent, undispatchedEvents, type EventToDeliver } from '../events/index.ts'
+import { dispatchedEventsSince, eventsByIds, eventsToDeliver, lastDeliverySeq, markDispatched, recordEvent, streamAfter, streamBacklog, undispatchedEvents, type EventToDeliver, type StreamedEvent } from '../events/index.ts'
 import { ENDPOINT_DISABLED_EVENT, EVENT_CATALOGUE, EVENT_TYPES, eventEnvelope } from './catalogue.ts'
 import type { DeliveryOutcome } from './delivery-client.ts'
 import { signPortalToken, verifyPortalToken, type PortalGrant } from './portal-tokens.ts'
@@ -149,6 +149,39 @@ export function messageView(row: MessageState): MessageView {
   return view
 }
 
+/** A stream event waiting for an endpoint, as a message (the next one carries the failed attempts and the retry time). */
+function streamMessageView(endpoint: EndpointRow, event: StreamedEvent, next: boolean): MessageView {
+  const retryAt = next && endpoint.stream_retry_at !== null ? endpoint.stream_retry_at : null
+  return {
+    id: event.id,
+    endpointId: endpoint.id,
+    eventId: event.id,
+    eventType: event.type,
+    webhookId: webhookMessageId(event.id),
+    origin: 'event',
+    status: 'pending',
+    attempts: next ? endpoint.stream_attempts : 0,
+    nextAttemptAt: (retryAt ?? new Date()).toISOString(),
+    createdAt: event.occurredAt.toISOString(),
+  }
+}
+
+/** A delivered message, from the attempt that delivered it. */
+function deliveredView(row: AttemptRow): MessageView {
+  return {
+    id: row.message_id,
+    endpointId: row.endpoint_id,
+    eventId: row.event_id,
+    eventType: row.event_type,
+    webhookId: webhookMessageId(row.event_id),
+    origin: row.origin as MessageView['origin'],
+    status: 'delivered',
+    attempts: row.attempt,
+    createdAt: row.created_at.toISOString(),
+    finishedAt: row.created_at.toISOString(),
+  }
+}
+
 export function attemptView(row: AttemptRow): AttemptView {
   const view: AttemptView = {
     id: row.id,
@@ -198,6 +231,8 @@ export class WebhooksService {
   private readonly resolver: Resolver | undefined
   private readonly metrics: WebhookMetrics | null
   private readonly poke: () => void
+  /** Events recently sent, with their data, by id (see `eventsToSend`). */
+  private readonly recentEvents = new Map<string, { organizationId: string; event: EventToDeliver }>()
 
   constructor(deps: {
     db: Db
@@ -285,6 +320,10 @@ export class WebhooksService {
       previous_secret_sealed: null,
       previous_secret_expires_at: null,
       secret_rotated_at: null,
+      // Set under the dispatcher's lock below: the endpoint receives what is dispatched from now on.
+      stream_seq: '0',
+      stream_attempts: 0,
+      stream_retry_at: null,
       delivered_seq: '0',
       created_at: now,
       updated_at: now,
@@ -297,6 +336,8 @@ export class WebhooksService {
           details: { threshold: { unit: 'endpoints', limit: String(this.settings.maxEndpointsPerOrganization) } },
         })
       }
+      await repository.lockDispatcher(tx, true)
+      row.stream_seq = await lastDeliverySeq(tx)
       await repository.insertEndpoint(tx, row)
       // The endpoint's delivery job lives as long as the endpoint; it waits idle until the dispatcher wakes it.
       await enqueue(tx, { type: DELIVERY_JOB, organizationId, payload: { endpointId: id }, runAt: new Date(now.getTime() + this.settings.idleLookMs) })
@@ -367,9 +408,24 @@ export class WebhooksService {
 
   // ---- Messages and attempts ---------------------------------------------------------------------------------------
 
+  /**
+   * An endpoint's messages, newest first: those waiting (its queue, then the stream's events after its position),
+   * those delivered (each recorded by its successful attempt) and those that failed for good.
+   */
   async listMessages(organizationId: string, endpointId: string, filter: { status?: string; limit: number }): Promise<MessageView[]> {
-    await this.endpoint(this.db, organizationId, endpointId)
-    return (await repository.findMessages(this.db, { organizationId, endpointId, ...filter })).map(messageView)
+    const endpoint = await this.endpoint(this.db, organizationId, endpointId)
+    const wants = (status: string) => filter.status === undefined || filter.status === status
+    const views: MessageView[] = []
+    if (wants('pending') || wants('failed')) {
+      const status = filter.status === 'pending' || filter.status === 'failed' ? filter.status : undefined
+      views.push(...(await repository.listQueued(this.db, organizationId, endpointId, status, filter.limit)).map(messageView))
+    }
+    if (wants('pending')) {
+      const waiting = await streamAfter(this.db, organizationId, endpoint.stream_seq, endpoint.event_types.length > 0 ? endpoint.event_types : null, filter.limit)
+      views.push(...waiting.map((event, index) => streamMessageView(endpoint, event, index === 0)))
+    }
+    if (wants('delivered')) views.push(...(await repository.listDelivered(this.db, organizationId, endpointId, filter.limit)).map(deliveredView))
+    return views.sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0)).slice(0, filter.limit)
   }
 
   /** Attempts, newest first: of an endpoint, of a message, or of an event to every endpoint. */
@@ -381,8 +437,16 @@ export class WebhooksService {
   /** Sends one message's event to its endpoint again, after what is queued there now. */
   async resend(organizationId: string, endpointId: string, messageId: string): Promise<MessageView> {
     const message = await repository.findMessage(this.db, organizationId, endpointId, messageId)
-    if (!message) throw notFound('webhook-message')
-    const [queued] = await this.queue(organizationId, endpointId, [{ id: message.event_id, type: message.event_type }], 'resend')
+    // A message of the stream is known by its event's id: any event the endpoint receives.
+    const endpoint = message ? undefined : await this.endpoint(this.db, organizationId, endpointId)
+    const streamed = endpoint ? (await eventsByIds(this.db, organizationId, [messageId]))[0] : undefined
+    const event = message
+      ? { id: message.event_id, type: message.event_type }
+      : streamed && EVENT_TYPES.has(streamed.type) && streamed.subjectType !== TEST_SUBJECT && (endpoint!.event_types.length === 0 || endpoint!.event_types.includes(streamed.type))
+        ? { id: streamed.id, type: streamed.type }
+        : undefined
+    if (!event) throw notFound('webhook-message')
+    const [queued] = await this.queue(organizationId, endpointId, [event], 'resend')
     return queued!
   }
 
@@ -484,22 +548,22 @@ export class WebhooksService {
       const now = new Date()
       const deliverable = events.filter((event) => EVENT_TYPES.has(event.type))
       const organizations = [...new Set(deliverable.map((event) => event.organizationId))]
-      const endpoints = await repository.enabledEndpointsOf(tx, organizations)
+      const endpoints = await repository.endpointsOf(tx, organizations)
       const byOrganization = new Map<string, typeof endpoints>()
       for (const endpoint of endpoints) byOrganization.set(endpoint.organization_id, [...(byOrganization.get(endpoint.organization_id) ?? []), endpoint])
-      const rows: NewMessage[] = []
-      for (const event of deliverable) {
-        for (const endpoint of byOrganization.get(event.organizationId) ?? []) {
-          if (endpoint.event_types.length > 0 && !endpoint.event_types.includes(event.type)) continue
-          rows.push({ organization_id: event.organizationId, id: uuidv7(), endpoint_id: endpoint.id, event_id: event.id, event_type: event.type })
-        }
-      }
-      await repository.insertMessages(tx, rows, 'event', now)
-      await markDispatched(tx, events.map((event) => event.id), now)
+      // An event is numbered in the stream when an endpoint of its organization receives its type; each endpoint then
+      // reads the stream from its position: one write an event, whatever the number of endpoints.
+      const streamed: string[] = []
       const woken = new Map<string, Set<string>>()
-      for (const row of rows) woken.set(row.organization_id, (woken.get(row.organization_id) ?? new Set()).add(row.endpoint_id))
+      for (const event of deliverable) {
+        const receivers = (byOrganization.get(event.organizationId) ?? []).filter((endpoint) => endpoint.event_types.length === 0 || endpoint.event_types.includes(event.type))
+        if (receivers.length === 0) continue
+        streamed.push(event.id)
+        for (const endpoint of receivers) if (endpoint.disabled_at === null) woken.set(endpoint.organization_id, (woken.get(endpoint.organization_id) ?? new Set()).add(endpoint.id))
+      }
+      await markDispatched(tx, events.map((event) => event.id), now, streamed)
       for (const [organizationId, ids] of woken) await this.wakeDelivery(tx, organizationId, [...ids])
-      return { dispatched: events.length, queued: rows.length, locked: true }
+      return { dispatched: events.length, queued: streamed.length, locked: true }
     })
     if (result.queued > 0) this.poke()
     return result
@@ -529,35 +593,35 @@ export class WebhooksService {
         const endpoint = await repository.findEndpoint(this.db, organizationId, endpointId)
         if (!endpoint) return undefined
         if (endpoint.disabled_at !== null) return idle()
-        const head = await repository.pendingHead(this.db, organizationId, endpointId, endpoint.delivered_seq, this.settings.deliveryBatchSize)
-        if (head.length === 0) return idle()
         const keys = this.secretsOf(endpoint, new Date()).map(webhookSigningKey)
-        const events = new Map((await eventsToDeliver(this.db, organizationId, [...new Set(head.map((m) => m.event_id))])).map((e) => [e.id, e]))
-        // Successes are recorded in the background, several in one statement, while the next messages go out; what
-        // waits is recorded at once when an answer is slow, so that little is ever left unrecorded.
-        const recorder = new DeliveredRecorder((delivered) => this.recordDelivered(endpoint, delivered))
         let wait: JobDeferral | undefined
-        try {
-          for (const message of head) {
-            if (message.next_attempt_at.getTime() > Date.now()) {
-              wait = new JobDeferral(message.next_attempt_at)
-              break
-            }
-            if (signal?.aborted) break
-            const event = events.get(message.event_id)
-            const at = new Date()
-            const outcome: DeliveryOutcome = event ? await recorder.whileSending(this.send(endpoint, event, keys, signal)) : EVENT_MISSING
-            this.metrics?.observe(outcome)
-            if (outcome.ok) {
-              recorder.add({ message, outcome, at })
-              continue
-            }
-            await recorder.finish()
-            wait = await this.recordFailure(endpoint, message, outcome, at, !event)
-            break
-          }
-        } finally {
-          await recorder.finish()
+        // Its queue first (resends, replays, tests), then the stream from its position.
+        const queued = await repository.pendingHead(this.db, organizationId, endpointId, endpoint.delivered_seq, this.settings.deliveryBatchSize)
+        if (queued.length > 0) {
+          const events = await this.eventsToSend(organizationId, queued.map((m) => m.event_id))
+          wait = await this.sendInOrder(
+            endpoint,
+            queued.map((message) => ({ message, event: events.get(message.event_id) })),
+            keys,
+            signal,
+            (delivered) => repository.recordDelivered(this.db, organizationId, endpointId, delivered.at(-1)!.message.seq, attemptRows(endpoint, delivered)),
+            (message, outcome, at, hopeless) => this.recordFailure(endpoint, message, outcome, at, hopeless),
+          )
+        } else {
+          if (endpoint.stream_retry_at !== null && endpoint.stream_retry_at.getTime() > Date.now()) return new JobDeferral(endpoint.stream_retry_at)
+          const types = endpoint.event_types.length > 0 ? endpoint.event_types : null
+          const streamed = await streamAfter(this.db, organizationId, endpoint.stream_seq, types, this.settings.deliveryBatchSize)
+          if (streamed.length === 0) return idle()
+          const events = await this.eventsToSend(organizationId, streamed.map((event) => event.id))
+          const now = new Date()
+          wait = await this.sendInOrder(
+            endpoint,
+            streamed.map((event, index) => ({ message: streamMessage(endpoint, event, index === 0, now), event: events.get(event.id) })),
+            keys,
+            signal,
+            (delivered) => repository.recordStreamDelivered(this.db, organizationId, endpointId, delivered.at(-1)!.message.seq, attemptRows(endpoint, delivered)),
+            (message, outcome, at) => this.recordStreamFailure(endpoint, message, outcome, at),
+          )
         }
         if (wait) return wait
         if (signal?.aborted) return new JobDeferral(new Date())
@@ -569,16 +633,70 @@ export class WebhooksService {
     }
   }
 
+  /**
+   * Sends messages in order until one fails (its failure is recorded and says when to look again) or all went.
+   * Successes are recorded in the background, several in one statement, while the next messages go out; what waits is
+   * recorded at once when an answer is slow, so that little is ever left unrecorded.
+   */
+  private async sendInOrder(
+    endpoint: EndpointRow,
+    outgoing: readonly { message: MessageRow; event: EventToDeliver | undefined }[],
+    keys: readonly KeyObject[],
+    signal: AbortSignal | undefined,
+    record: (delivered: readonly Delivered[]) => Promise<void>,
+    fail: (message: MessageRow, outcome: DeliveryOutcome, at: Date, hopeless: boolean) => Promise<JobDeferral>,
+  ): Promise<JobDeferral | undefined> {
+    const recorder = new DeliveredRecorder(record)
+    try {
+      for (const { message, event } of outgoing) {
+        if (message.next_attempt_at.getTime() > Date.now()) return new JobDeferral(message.next_attempt_at)
+        if (signal?.aborted) return undefined
+        const at = new Date()
+        const outcome: DeliveryOutcome = event ? await this.send(endpoint, event, keys, signal) : EVENT_MISSING
+        this.metrics?.observe(outcome)
+        if (outcome.ok) {
+          recorder.add({ message, outcome, at })
+          continue
+        }
+        await recorder.finish()
+        return await fail(message, outcome, at, !event)
+      }
+      return undefined
+    } finally {
+      await recorder.finish()
+    }
+  }
+
+  /**
+   * The events to send, with their data. Every endpoint of an organization reads the same events at about the same
+   * time: their data (which never changes) is kept here a while, read from the database once for all of them.
+   */
+  private async eventsToSend(organizationId: string, ids: readonly string[]): Promise<Map<string, EventToDeliver>> {
+    const found = new Map<string, EventToDeliver>()
+    const missing: string[] = []
+    for (const id of new Set(ids)) {
+      const cached = this.recentEvents.get(id)
+      if (cached && cached.organizationId === organizationId) found.set(id, cached.event)
+      else missing.push(id)
+    }
+    if (missing.length > 0) {
+      for (const event of await eventsToDeliver(this.db, organizationId, missing)) {
+        found.set(event.id, event)
+        this.recentEvents.set(event.id, { organizationId, event })
+      }
+      // Oldest first out (a Map keeps insertion order).
+      for (const id of this.recentEvents.keys()) {
+        if (this.recentEvents.size <= RECENT_EVENTS) break
+        this.recentEvents.delete(id)
+      }
+    }
+    return found
+  }
+
   private send(endpoint: EndpointRow, event: EventToDeliver, secrets: readonly KeyObject[], signal?: AbortSignal): Promise<DeliveryOutcome> {
     const body = eventEnvelope(event)
     const headers = webhookHeaders({ id: webhookMessageId(event.id), timestamp: Math.floor(Date.now() / 1000), body }, secrets)
     return this.sender.send({ url: endpoint.url, headers, body, ...(signal ? { signal } : {}) })
-  }
-
-  private async recordDelivered(endpoint: EndpointRow, delivered: readonly Delivered[]): Promise<void> {
-    if (delivered.length === 0) return
-    const attempts = delivered.map(({ message, outcome, at }) => attemptRow(endpoint, message, outcome, at))
-    await repository.recordDelivered(this.db, endpoint.organization_id, endpoint.id, delivered.at(-1)!.message.seq, attempts)
   }
 
   /** Records a failed attempt; schedules the retry, or fails the message and disables the endpoint. */
@@ -592,26 +710,45 @@ export class WebhooksService {
         return
       }
       await repository.recordFailedAttempt(tx, message, attempt, { failedAt: new Date() })
-      if (hopeless) return
-      // Every attempt failed: the endpoint stops receiving until someone enables it again; what is queued waits.
-      const now = new Date()
-      const disabled = await repository.updateEndpoint(tx, endpoint.organization_id, endpoint.id, { disabled_at: now, disabled_reason: 'delivery-failing', updated_at: now })
-      await recordEvent(tx, {
-        organizationId: endpoint.organization_id,
-        type: ENDPOINT_DISABLED_EVENT,
-        subject: { type: 'webhook-endpoint', id: endpoint.id },
-        data: { endpoint: endpointView(disabled!) },
-      })
-      this.metrics?.endpointDisabled()
+      if (!hopeless) await this.disableFailing(tx, endpoint)
     })
     return 'retryAt' in next ? new JobDeferral(next.retryAt) : new JobDeferral(new Date())
   }
 
-  // ---- Operators (the CLI) -----------------------------------------------------------------------------------------
-
-  async findMessages(filter: { organizationId?: string; endpointId?: string; eventId?: string; status?: string; limit: number }): Promise<(MessageView & { organizationId: string })[]> {
-    return (await repository.findMessages(this.db, filter)).map((row) => ({ organizationId: row.organization_id, ...messageView(row) }))
+  /** Records a failed attempt of the stream's next event; schedules the retry, or fails it and disables the endpoint. */
+  private async recordStreamFailure(endpoint: EndpointRow, message: MessageRow, outcome: DeliveryOutcome, at: Date): Promise<JobDeferral> {
+    const attempt = message.attempts + 1
+    const next = afterFailedAttempt(attempt, this.settings.retryDelaysMs, new Date())
+    await this.db.transaction().execute(async (tx) => {
+      await repository.insertAttempts(tx, [attemptRow(endpoint, message, outcome, at)])
+      if ('retryAt' in next) {
+        await repository.recordStreamRetry(tx, endpoint.organization_id, endpoint.id, attempt, next.retryAt)
+        return
+      }
+      const { organization_id, id, endpoint_id, event_id, event_type } = message
+      await repository.recordStreamFailed(tx, { organization_id, id, endpoint_id, event_id, event_type, attempts: attempt, failed_at: new Date() }, message.seq)
+      await this.disableFailing(tx, endpoint)
+    })
+    return 'retryAt' in next ? new JobDeferral(next.retryAt) : new JobDeferral(new Date())
   }
+
+  /**
+   * A message failed every attempt: the endpoint stops receiving until someone enables it again, and says so to the
+   * organization's other endpoints. What waits for it (its queue, the stream after its position) waits.
+   */
+  private async disableFailing(tx: Executor, endpoint: EndpointRow): Promise<void> {
+    const now = new Date()
+    const disabled = await repository.updateEndpoint(tx, endpoint.organization_id, endpoint.id, { disabled_at: now, disabled_reason: 'delivery-failing', updated_at: now })
+    await recordEvent(tx, {
+      organizationId: endpoint.organization_id,
+      type: ENDPOINT_DISABLED_EVENT,
+      subject: { type: 'webhook-endpoint', id: endpoint.id },
+      data: { endpoint: endpointView(disabled!) },
+    })
+    this.metrics?.endpointDisabled()
+  }
+
+  // ---- Operators (the CLI) -----------------------------------------------------------------------------------------
 
   /** The organization of an endpoint, by its id alone; `entity_not_found` when there is none. */
   async organizationOfEndpoint(endpointId: string): Promise<string> {
@@ -620,8 +757,13 @@ export class WebhooksService {
     return organizationId
   }
 
+  /** Messages waiting in every enabled endpoint's queue and stream, and when the oldest of them was queued or occurred. */
   async queueDepth(): Promise<{ pending: number; oldest: Date | null }> {
-    return repository.queueDepth(this.db)
+    const queued = await repository.queuedDepth(this.db)
+    const positions = (await repository.streamPositions(this.db)).map((row) => ({ organizationId: row.organization_id, afterSeq: row.stream_seq, types: row.event_types }))
+    const streamed = await streamBacklog(this.db, positions)
+    const oldest = [queued.oldest, streamed.oldest].filter((at): at is Date => at !== null).sort((a, b) => a.getTime() - b.getTime())[0] ?? null
+    return { pending: queued.pending + streamed.pending, oldest }
   }
 
   // ---- Helpers -----------------------------------------------------------------------------------------------------
@@ -694,14 +836,17 @@ interface Delivered {
 /** The outcome of a message whose event cannot be read (it cannot happen while events are kept): failed for good. */
 const EVENT_MISSING = { ok: false, status: null, durationMs: 0, excerpt: '', error: 'event-missing', message: 'The event of this message no longer exists' } as unknown as DeliveryOutcome
 
+/** How many events `eventsToSend` keeps (about a kilobyte each). */
+const RECENT_EVENTS = 5_000
+
 /** Successes recorded in one statement at most (more wait for the next). */
 const RECORD_BATCH = 50
 /** An answer slower than this has what waits recorded meanwhile. */
-const RECORD_WHEN_SLOW_MS = 10
+const RECORD_WHEN_SLOW_MS = 200
 
 /**
  * Records delivered messages in the background, one statement at a time, in order: when `RECORD_BATCH` gathered,
- * when a send takes longer than `RECORD_WHEN_SLOW_MS`, and at `finish`, which waits until all are recorded (and
+ * when nothing was added for `RECORD_WHEN_SLOW_MS` (a slow answer), and at `finish`, which waits until all are recorded (and
  * throws if a write failed: the job retries, and the messages not recorded are sent again, as at-least-once allows).
  */
 class DeliveredRecorder {
@@ -710,28 +855,31 @@ class DeliveredRecorder {
   private running: Promise<void> | null = null
   private failure: unknown = null
 
+  private lastAdded = 0
+  // One timer for the recorder's life, not one a send: what waits longer than RECORD_WHEN_SLOW_MS is written.
+  private readonly timer: NodeJS.Timeout
+
   constructor(write: (delivered: readonly Delivered[]) => Promise<void>) {
     this.write = write
+    this.timer = setInterval(() => {
+      if (performance.now() - this.lastAdded >= RECORD_WHEN_SLOW_MS) this.flush(1)
+    }, RECORD_WHEN_SLOW_MS)
+    this.timer.unref()
   }
 
   add(delivered: Delivered): void {
     this.buffer.push(delivered)
-    if (this.buffer.length >= RECORD_BATCH) this.flush()
-  }
-
-  /** Awaits a send; should it be slow, what waits is recorded meanwhile. */
-  async whileSending<T>(sending: Promise<T>): Promise<T> {
-    const timer = setTimeout(() => this.flush(), RECORD_WHEN_SLOW_MS)
-    try {
-      return await sending
-    } finally {
-      clearTimeout(timer)
-    }
+    this.lastAdded = performance.now()
+    if (this.buffer.length >= RECORD_BATCH) this.flush(RECORD_BATCH)
   }
 
   async finish(): Promise<void> {
-    this.flush()
-    while (this.running) await this.running
+    clearInterval(this.timer)
+    for (;;) {
+      this.flush(1)
+      if (!this.running) break
+      await this.running
+    }
     if (this.failure !== null) {
       const failure = this.failure
       this.failure = null
@@ -739,13 +887,14 @@ class DeliveredRecorder {
     }
   }
 
-  private flush(): void {
-    if (this.buffer.length > 0) this.running ??= this.drain()
+  /** Writes what waits, in statements of `RECORD_BATCH`, while at least `least` wait (a partial batch waits for more). */
+  private flush(least: number): void {
+    if (this.buffer.length >= least) this.running ??= this.drain(least)
   }
 
-  private async drain(): Promise<void> {
+  private async drain(least: number): Promise<void> {
     try {
-      while (this.buffer.length > 0 && this.failure === null) {
+      while (this.buffer.length >= least && this.buffer.length > 0 && this.failure === null) {
         const batch = this.buffer.splice(0, RECORD_BATCH)
         await this.write(batch)
       }
@@ -758,6 +907,27 @@ class DeliveredRecorder {
   }
 }
 
+function attemptRows(endpoint: EndpointRow, delivered: readonly Delivered[]): AttemptRow[] {
+  return delivered.map(({ message, outcome, at }) => attemptRow(endpoint, message, outcome, at))
+}
+
+/** A stream event as the message it is for an endpoint: its id is the event's; only the next one has failed attempts. */
+function streamMessage(endpoint: EndpointRow, event: StreamedEvent, next: boolean, now: Date): MessageRow {
+  return {
+    organization_id: endpoint.organization_id,
+    id: event.id,
+    endpoint_id: endpoint.id,
+    event_id: event.id,
+    event_type: event.type,
+    origin: 'event',
+    attempts: next ? endpoint.stream_attempts : 0,
+    next_attempt_at: now,
+    failed_at: null,
+    created_at: event.occurredAt,
+    seq: event.seq,
+  }
+}
+
 function attemptRow(endpoint: EndpointRow, message: MessageRow, outcome: DeliveryOutcome, at: Date): AttemptRow {
   return {
     organization_id: endpoint.organization_id,
@@ -765,6 +935,8 @@ function attemptRow(endpoint: EndpointRow, message: MessageRow, outcome: Deliver
     endpoint_id: endpoint.id,
     message_id: message.id,
     event_id: message.event_id,
+    event_type: message.event_type,
+    origin: message.origin,
     attempt: message.attempts + 1,
     url: endpoint.url,
     succeeded: outcome.ok,
