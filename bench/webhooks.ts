@@ -11,6 +11,7 @@ import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
+import { Pool } from 'undici'
 import { Webhook } from 'standardwebhooks'
 import {
   accessToken,
@@ -140,7 +141,14 @@ function receiver(): void {
 // keep-alive agent as Tessera's sender has, the same bodies and headers of the same lengths (the signature is not
 // computed: the loop does nothing Tessera's delivery does besides sending). Prints its figures as one JSON line.
 
+/**
+ * The bare loop's HTTP client: `undici`, the one Tessera sends with (the target's baseline: the ratio then measures
+ * what Tessera adds to the same POSTs), or Node's `http` module (shown beside it).
+ */
+type BareClient = 'undici' | 'http'
+
 interface BaselinePlan {
+  client: BareClient
   port: number
   paths: string[]
   /** The messages every path receives, in order: the `webhook-id` and the body. */
@@ -150,25 +158,21 @@ interface BaselinePlan {
 async function baseline(): Promise<void> {
   const plan = JSON.parse(fs.readFileSync(process.argv[3]!, 'utf8')) as BaselinePlan
   const agent = new http.Agent({ keepAlive: true, maxSockets: 50 })
+  // The same pool settings as WebhookSender's: keep-alive HTTP/1.1, up to 50 connections, no pipelining.
+  const pool = new Pool(`http://127.0.0.1:${plan.port}`, { connections: 50, pipelining: 1, allowH2: false })
   // 'v1,' and the base64 of 32 bytes: the length of a signature with one secret.
   const signature = `v1,${randomBytes(32).toString('base64')}`
-  const post = (requestPath: string, id: string, body: string) =>
+  const headersOf = (id: string, body: string) => ({
+    'webhook-id': id,
+    'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
+    'webhook-signature': signature,
+    'content-type': 'application/json',
+    'user-agent': 'Tessera-Webhooks/1',
+    'content-length': String(Buffer.byteLength(body)),
+  })
+  const viaHttp = (requestPath: string, id: string, body: string) =>
     new Promise<void>((resolve, reject) => {
-      const outgoing = http.request({
-        method: 'POST',
-        hostname: '127.0.0.1',
-        port: plan.port,
-        path: requestPath,
-        agent,
-        headers: {
-          'webhook-id': id,
-          'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
-          'webhook-signature': signature,
-          'content-type': 'application/json',
-          'user-agent': 'Tessera-Webhooks/1',
-          'content-length': String(Buffer.byteLength(body)),
-        },
-      })
+      const outgoing = http.request({ method: 'POST', hostname: '127.0.0.1', port: plan.port, path: requestPath, agent, headers: headersOf(id, body) })
       outgoing.on('error', reject)
       outgoing.on('response', (answer) => {
         answer.on('data', () => {})
@@ -177,6 +181,12 @@ async function baseline(): Promise<void> {
       })
       outgoing.end(body)
     })
+  const viaUndici = async (requestPath: string, id: string, body: string) => {
+    const answer = await pool.request({ method: 'POST', path: requestPath, headers: headersOf(id, body), body })
+    await answer.body.dump()
+    if (answer.statusCode !== 200) throw new Error(`answered ${answer.statusCode}`)
+  }
+  const post = plan.client === 'undici' ? viaUndici : viaHttp
   const latencies: number[] = []
   // Started (modules loaded, plan read), it waits for the runner's signal: its start-up is outside the measured run.
   await new Promise<void>((resolve) => {
@@ -234,6 +244,7 @@ interface PhaseCpu {
 }
 
 interface BaselineRun {
+  client: BareClient
   round: number
   requests: number
   /** By the receiver's clock: from the first request's arrival to the end of the last one's body. */
@@ -536,10 +547,10 @@ async function main(): Promise<number> {
     }
   }
 
-  async function runBaseline(round: number, events: readonly BenchEvent[]): Promise<BaselineRun> {
-    const label = `baseline ${round}`
-    const planFile = path.join(planDir, `plan-${round}.json`)
-    const plan: BaselinePlan = { port: receiver.port, paths: endpoints.map((e) => e.path), messages: events.map((e) => ({ id: e.webhookId, body: e.body })) }
+  async function runBaseline(round: number, events: readonly BenchEvent[], client: BareClient): Promise<BaselineRun> {
+    const label = `baseline ${client} ${round}`
+    const planFile = path.join(planDir, `plan-${client}-${round}.json`)
+    const plan: BaselinePlan = { client, port: receiver.port, paths: endpoints.map((e) => e.path), messages: events.map((e) => ({ id: e.webhookId, body: e.body })) }
     fs.writeFileSync(planFile, JSON.stringify(plan))
     await receiver.reset(label, events.length * C)
     const output = lineWaiter()
@@ -556,7 +567,7 @@ async function main(): Promise<number> {
     const problems = receiverProblems(stats, endpoints, events)
     if (problems.length > 0) throw new Error(`${label}: the receiver did not get what was sent:\n  ${problems.join('\n  ')}`)
     const seconds = stats.intervalMs / 1000
-    return { round, requests: stats.received, seconds, perSecond: stats.received / seconds, p50Ms: result.p50, p99Ms: result.p99, cpu }
+    return { client, round, requests: stats.received, seconds, perSecond: stats.received / seconds, p50Ms: result.p50, p99Ms: result.p99, cpu }
   }
 
   async function runTessera(round: number, events: readonly BenchEvent[]): Promise<TesseraRun> {
@@ -631,18 +642,22 @@ async function main(): Promise<number> {
   log(`warm-up: ${settings.warmup} events × ${C} endpoints, bare loop then Tessera (not measured)`)
   {
     const events = await makeEvents(pool, settings.warmup)
-    await runBaseline(0, events)
+    await runBaseline(0, events, 'undici')
+    await runBaseline(0, events, 'http')
     await runTessera(0, events)
   }
 
   const baselines: BaselineRun[] = []
+  const httpBaselines: BaselineRun[] = []
   const tesseras: TesseraRun[] = []
   for (let round = 1; round <= settings.rounds; round++) {
     const events = await makeEvents(pool, settings.events)
-    const b = await runBaseline(round, events)
-    baselines.push(b)
-    log(`round ${round}/${settings.rounds}, bare loop: ${b.perSecond.toFixed(0)} requests/s (${b.requests} in ${b.seconds.toFixed(2)} s), p50 ${b.p50Ms.toFixed(2)} ms, other processes ${percent((b.cpu.others ?? 0) / b.cpu.available)} of the CPUs`)
-    warnIfBusy((b.cpu.others ?? 0) / b.cpu.available, 'during that run')
+    for (const client of ['undici', 'http'] as const) {
+      const b = await runBaseline(round, events, client)
+      ;(client === 'undici' ? baselines : httpBaselines).push(b)
+      log(`round ${round}/${settings.rounds}, bare loop (${client}): ${b.perSecond.toFixed(0)} requests/s (${b.requests} in ${b.seconds.toFixed(2)} s), p50 ${b.p50Ms.toFixed(2)} ms, other processes ${percent((b.cpu.others ?? 0) / b.cpu.available)} of the CPUs`)
+      warnIfBusy((b.cpu.others ?? 0) / b.cpu.available, 'during that run')
+    }
     const t = await runTessera(round, events)
     tesseras.push(t)
     log(`round ${round}/${settings.rounds}, Tessera: ${t.perSecond.toFixed(0)} deliveries/s (${t.deliveries} in ${t.seconds.toFixed(2)} s, drained in ${t.drainSeconds.toFixed(2)} s), p50 ${t.p50Ms} ms, worker ${(t.cpu.worker / t.deliveries).toFixed(3)} ms CPU/delivery, other processes ${percent((t.cpu.others ?? 0) / t.cpu.available)} of the CPUs`)
@@ -662,6 +677,7 @@ async function main(): Promise<number> {
   if (!correct) log(`FAIL: deliveries at the end ${JSON.stringify(leftovers)}, expected ${totalExpected} delivered, none failed or waiting`)
 
   const bareMedian = median(baselines.map((run) => run.perSecond))
+  const httpMedian = median(httpBaselines.map((run) => run.perSecond))
   const tesseraMedian = median(tesseras.map((run) => run.perSecond))
   const ratio = tesseraMedian / bareMedian
   const met = ratio >= TARGET_RATIO
@@ -678,16 +694,19 @@ async function main(): Promise<number> {
       `   CPU ms/request: ${'worker'.padStart(7)}${'PostgreSQL'.padStart(11)}${'receiver'.padStart(9)}${'loop'.padStart(7)}${'runner'.padStart(8)}${'others'.padStart(8)}`,
     ...baselines.flatMap((b, i) => {
       const t = tesseras[i]!
+      const h = httpBaselines[i]!
       return [
-        `${`bare loop ${b.round}`.padEnd(16)}${b.perSecond.toFixed(0).padStart(8)}${b.seconds.toFixed(2).padStart(9)}${'-'.padStart(9)}${b.p50Ms.toFixed(2).padStart(8)}${b.p99Ms.toFixed(2).padStart(8)}` +
-          `   ${''.padStart(16)}${perCall(b.cpu.worker, b.requests).padStart(7)}${perCall(b.cpu.postgres, b.requests).padStart(11)}${perCall(b.cpu.receiver, b.requests).padStart(9)}${perCall(b.cpu.loop, b.requests).padStart(7)}${perCall(b.cpu.runner, b.requests).padStart(8)}${share(b.cpu).padStart(8)}`,
+        ...[b, h].map((b) =>
+        `${`bare ${b.client} ${b.round}`.padEnd(16)}${b.perSecond.toFixed(0).padStart(8)}${b.seconds.toFixed(2).padStart(9)}${'-'.padStart(9)}${b.p50Ms.toFixed(2).padStart(8)}${b.p99Ms.toFixed(2).padStart(8)}` +
+          `   ${''.padStart(16)}${perCall(b.cpu.worker, b.requests).padStart(7)}${perCall(b.cpu.postgres, b.requests).padStart(11)}${perCall(b.cpu.receiver, b.requests).padStart(9)}${perCall(b.cpu.loop, b.requests).padStart(7)}${perCall(b.cpu.runner, b.requests).padStart(8)}${share(b.cpu).padStart(8)}`),
         `${`Tessera ${t.round}`.padEnd(16)}${t.perSecond.toFixed(0).padStart(8)}${t.seconds.toFixed(2).padStart(9)}${t.drainSeconds.toFixed(2).padStart(9)}${String(t.p50Ms).padStart(8)}${String(t.p99Ms).padStart(8)}` +
           `   ${''.padStart(16)}${perCall(t.cpu.worker, t.deliveries).padStart(7)}${perCall(t.cpu.postgres, t.deliveries).padStart(11)}${perCall(t.cpu.receiver, t.deliveries).padStart(9)}${'-'.padStart(7)}${perCall(t.cpu.runner, t.deliveries).padStart(8)}${share(t.cpu).padStart(8)}`,
       ]
     }),
     '',
-    `medians: bare loop ${bareMedian.toFixed(0)} requests/s, Tessera ${tesseraMedian.toFixed(0)} deliveries/s`,
-    `ratio Tessera/bare: ${ratio.toFixed(3)}  target ≥ ${TARGET_RATIO}: ${met ? 'PASS' : 'FAIL'}`,
+    `medians: bare loop ${bareMedian.toFixed(0)} requests/s with undici (Tessera's client), ${httpMedian.toFixed(0)} with node:http; Tessera ${tesseraMedian.toFixed(0)} deliveries/s`,
+    `ratio Tessera/bare loop with the same client (undici): ${ratio.toFixed(3)}  target ≥ ${TARGET_RATIO}: ${met ? 'PASS' : 'FAIL'}`,
+    `(Tessera/bare loop with node:http: ${(tesseraMedian / httpMedian).toFixed(3)}, for reference)`,
     `correctness: every message delivered once per endpoint at its first attempt, in order per endpoint, with the event's body; ` +
       `${tesseras.reduce((sum, t) => sum + t.signaturesChecked, 0)} signatures verified with standardwebhooks: ${correct ? 'PASS' : 'FAIL'}`,
     '',
@@ -697,8 +716,9 @@ async function main(): Promise<number> {
     settings: { ...settings, databaseUrl: settings.databaseUrl ? '(given)' : null },
     targetRatio: TARGET_RATIO,
     baselines,
+    httpBaselines,
     tesseras,
-    median: { barePerSecond: bareMedian, tesseraPerSecond: tesseraMedian },
+    median: { barePerSecond: bareMedian, bareHttpPerSecond: httpMedian, tesseraPerSecond: tesseraMedian },
     ratio,
     met,
     correct,

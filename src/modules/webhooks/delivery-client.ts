@@ -1,8 +1,7 @@
 import type { LookupAddress } from 'node:dns'
 import { lookup as dnsLookup } from 'node:dns/promises'
-import http from 'node:http'
-import https from 'node:https'
 import { isIP, type LookupFunction } from 'node:net'
+import { Agent, type Dispatcher } from 'undici'
 import { isPublicAddress, OutboundAddressRefused, type Resolver } from '../../lib/outbound-address.ts'
 
 /**
@@ -55,7 +54,8 @@ const systemResolver: Resolver = (host) => dnsLookup(host, { all: true, verbatim
 
 // Bounds the pool per endpoint: a slow endpoint cannot take every file descriptor of the worker.
 const MAX_SOCKETS_PER_ENDPOINT = 50
-// Some endpoints never close an idle connection; an idle pooled socket is dropped after this long.
+// Some endpoints never close an idle connection; an idle pooled socket is dropped after this long (sooner when the
+// endpoint's Keep-Alive header announces a shorter timeout). A pool whose sockets are all closed is dropped with them.
 const IDLE_SOCKET_MS = 30_000
 
 /** A resolver failure, told apart from a connection failure whatever code (or none) the resolver gave. */
@@ -67,11 +67,12 @@ class ResolutionFailed extends Error {
 }
 
 /**
- * The `lookup` of the sender's agents: the address a new socket connects to is one this function checked, so a
- * second resolution (DNS rebinding) cannot swap it. Every address the name resolves to must be public, as in
- * `publicAddresses`. Node calls it in two shapes: with `options.all` (the default, autoSelectFamily) it expects an
- * array of `{address, family}`; without (a `family` option, or autoSelectFamily off) one `(address, family)`.
- * Node never calls it for an IP literal: `send` checks those itself.
+ * The `lookup` of the sender's connections (undici hands it to `net.connect` and `tls.connect`): the address a new
+ * socket connects to is one this function checked, so a second resolution (DNS rebinding) cannot swap it. Every
+ * address the name resolves to must be public, as in `publicAddresses`. Node calls it in two shapes: with
+ * `options.all` (the default, autoSelectFamily) it expects an array of `{address, family}`; without (a `family`
+ * option, or autoSelectFamily off) one `(address, family)`. Node never calls it for an IP literal: `send` checks
+ * those itself.
  */
 function checkedLookup(resolve: Resolver, allowPrivateAddresses: boolean): LookupFunction {
   return (hostname, options, callback) => {
@@ -111,11 +112,20 @@ function judged(status: number): { ok: boolean; error: DeliveryError | null; mes
   return { ok: false, error: 'http-status', message: `answered ${status}` }
 }
 
-/** The URL to deliver to, or why it cannot be (never echoing the URL: it may carry secrets). WHATWG URL requires a host for http(s). */
-/** Targets parsed before, by URL: an endpoint's URL is parsed once, not at every delivery. */
-const targets = new Map<string, URL | string>()
+/** Where a delivery goes: the origin (scheme, host, port) whose pool carries it, the host as connected to, the path. */
+interface Target {
+  origin: string
+  /** The host without the brackets of an IPv6 literal. */
+  hostname: string
+  /** The host as written in the URL (brackets kept), for messages. */
+  host: string
+  path: string
+}
 
-function targetOf(url: string): URL | string {
+/** Targets parsed before, by URL: an endpoint's URL is parsed once, not at every delivery. */
+const targets = new Map<string, Target | string>()
+
+function targetOf(url: string): Target | string {
   let target = targets.get(url)
   if (target === undefined) {
     if (targets.size >= 1000) targets.clear()
@@ -125,12 +135,14 @@ function targetOf(url: string): URL | string {
   return target
 }
 
-function parseTarget(url: string): URL | string {
+/** The URL to deliver to, or why it cannot be (never echoing the URL: it may carry secrets). WHATWG URL requires a host for http(s). */
+function parseTarget(url: string): Target | string {
   const parsed = URL.parse(url)
   if (parsed === null) return 'not a URL'
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return `only http and https URLs are delivered to, not ${parsed.protocol}`
   if (parsed.username !== '' || parsed.password !== '') return 'the URL carries credentials'
-  return parsed
+  const host = parsed.hostname
+  return { origin: parsed.origin, hostname: host.startsWith('[') ? host.slice(1, -1) : host, host, path: `${parsed.pathname}${parsed.search}` }
 }
 
 /** UTF-8 text of bytes that may end inside a character: that character is left out (never half of it). */
@@ -147,16 +159,118 @@ function wholeCharacters(bytes: Buffer): string {
   return bytes.toString('utf8', 0, end)
 }
 
+/** The reason an attempt's request is aborted with: the sender gave up on it (its outcome is already settled). */
+class GivenUp extends Error {}
+
+/**
+ * One attempt, as undici's dispatch handler: it keeps the status and the excerpt, bounds what is read, and settles the
+ * outcome once, at the first of the answer's end, the cut at `maxResponseBytes`, an error, the timeout and the abort.
+ */
+class Attempt implements Dispatcher.DispatchHandler {
+  readonly promise: Promise<DeliveryOutcome>
+  readonly #resolve: (outcome: DeliveryOutcome) => void
+  readonly #started: number
+  readonly #maxResponseBytes: number
+  readonly #excerptBytes: number
+  readonly #signal: AbortSignal | undefined
+  #timer: NodeJS.Timeout | undefined
+  #controller: Dispatcher.DispatchController | null = null
+  /** Set when the sender gave up before undici started the request (queued, connecting): aborted once it starts. */
+  #givenUp: GivenUp | null = null
+  #status: number | null = null
+  #excerptChunks: Buffer[] = []
+  #excerptLength = 0
+  #received = 0
+  /** The whole answer was read: its outcome is settled a moment later (see onResponseEnd), whatever happens meanwhile. */
+  #ended = false
+  #settled = false
+
+  constructor(started: number, timeoutMs: number, maxResponseBytes: number, excerptBytes: number, signal: AbortSignal | undefined) {
+    const { promise, resolve } = Promise.withResolvers<DeliveryOutcome>()
+    this.promise = promise
+    this.#resolve = resolve
+    this.#started = started
+    this.#maxResponseBytes = maxResponseBytes
+    this.#excerptBytes = excerptBytes
+    this.#signal = signal
+    this.#timer = setTimeout(() => this.#giveUp({ error: 'timeout', message: `no complete answer within ${timeoutMs} ms` }), timeoutMs)
+    signal?.addEventListener('abort', this.#onAbort, { once: true })
+  }
+
+  readonly #onAbort = () => this.#giveUp({ error: 'timeout', message: 'aborted' })
+
+  /** Settles as told and aborts the request: its socket is destroyed, never reused with an answer half read. */
+  #giveUp(fields: Partial<DeliveryOutcome>): void {
+    if (this.#ended) return this.#settle(judged(this.#status ?? 0))
+    this.#settle(fields)
+    const reason = new GivenUp(fields.message ?? 'given up')
+    if (this.#controller === null) this.#givenUp = reason
+    else this.#controller.abort(reason)
+  }
+
+  #settle(fields: Partial<DeliveryOutcome>): void {
+    if (this.#settled) return
+    this.#settled = true
+    clearTimeout(this.#timer)
+    this.#signal?.removeEventListener('abort', this.#onAbort)
+    const chunks = this.#excerptChunks
+    const excerpt = chunks.length === 0 ? '' : wholeCharacters(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks))
+    this.#resolve(outcomeOf(this.#started, { status: this.#status, excerpt, ...fields }))
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    if (this.#givenUp !== null) controller.abort(this.#givenUp)
+    else this.#controller = controller
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
+    this.#status = statusCode
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#excerptLength < this.#excerptBytes) {
+      const part = chunk.subarray(0, this.#excerptBytes - this.#excerptLength)
+      this.#excerptChunks.push(part)
+      this.#excerptLength += part.length
+    }
+    this.#received += chunk.length
+    if (this.#received > this.#maxResponseBytes) {
+      this.#settle(judged(this.#status ?? 0))
+      // The rest of the answer is still on the socket: aborting destroys it, it never goes back to the pool.
+      controller.abort(new GivenUp(`answer longer than ${this.#maxResponseBytes} bytes`))
+    }
+  }
+
+  // Reading to the end is what returns the socket to the pool, but undici makes it available again only in a
+  // setImmediate it queues after this call. The outcome is settled after that one (a microtask runs once undici's call
+  // returned, its setImmediate then queues behind undici's): the next delivery to the endpoint, which the caller starts
+  // at once, finds the socket free instead of opening another.
+  onResponseEnd(): void {
+    this.#ended = true
+    queueMicrotask(() => setImmediate(() => this.#settle(judged(this.#status ?? 0))))
+  }
+
+  // Errors after settling (the aborts above, a reset after a cut answer) are expected and ignored.
+  onResponseError(_controller: Dispatcher.DispatchController | null, error: Error): void {
+    this.#settle(failureOf(error))
+  }
+}
+
+function outcomeOf(started: number, fields: Partial<DeliveryOutcome>): DeliveryOutcome {
+  return { ok: false, status: null, excerpt: '', error: null, message: null, ...fields, durationMs: Math.round(performance.now() - started) }
+}
+
 export class WebhookSender {
   readonly #allowPrivateAddresses: boolean
   readonly #timeoutMs: number
   readonly #maxResponseBytes: number
   readonly #excerptBytes: number
   readonly #userAgent: string
-  // One pool per scheme for the sender's life: consecutive deliveries to an endpoint reuse its sockets, each of which
-  // was checked when it connected.
-  readonly #http: http.Agent
-  readonly #https: https.Agent
+  // A pool per origin (scheme, host, port) for the sender's life: consecutive deliveries to an endpoint reuse its
+  // sockets, each of which was checked when it connected. A pool is dropped once its last socket closed (idle sockets
+  // after IDLE_SOCKET_MS), so the pools are those of the endpoints delivered to lately.
+  #agent: Agent
+  readonly #createAgent: () => Agent
 
   constructor(options: WebhookSenderOptions) {
     this.#allowPrivateAddresses = options.allowPrivateAddresses
@@ -164,110 +278,61 @@ export class WebhookSender {
     this.#maxResponseBytes = options.maxResponseBytes ?? 64 * 1024
     this.#excerptBytes = options.excerptBytes ?? 1024
     this.#userAgent = options.userAgent ?? 'Tessera-Webhooks/1'
-    const agentOptions = {
-      keepAlive: true,
-      maxSockets: MAX_SOCKETS_PER_ENDPOINT,
-      timeout: IDLE_SOCKET_MS,
-      lookup: checkedLookup(options.resolver ?? systemResolver, options.allowPrivateAddresses),
-    }
-    this.#http = new http.Agent(agentOptions)
-    this.#https = new https.Agent(agentOptions)
+    const lookup = checkedLookup(options.resolver ?? systemResolver, options.allowPrivateAddresses)
+    this.#createAgent = () => new Agent({
+      connections: MAX_SOCKETS_PER_ENDPOINT,
+      // HTTP/1.1 only, one request at a time on a socket (no pipelining).
+      allowH2: false,
+      pipelining: 1,
+      keepAliveTimeout: IDLE_SOCKET_MS,
+      keepAliveMaxTimeout: IDLE_SOCKET_MS,
+      // The attempt's own timer bounds it; a connection still being made when it fires is given up at the same bound
+      // (undici's default of 10 s would end it sooner than the attempt's bound, as a connection failure).
+      connectTimeout: options.timeoutMs,
+      headersTimeout: 0,
+      bodyTimeout: 0,
+      // Handed to net.connect / tls.connect: the address connected to is the one checked. TLS keeps the URL's name
+      // for SNI and the certificate check (undici takes it from the origin's host), and the Host header keeps it too.
+      connect: { lookup },
+    })
+    this.#agent = this.#createAgent()
   }
 
   /** POSTs `body` (JSON text) with `headers` to `url`; never throws (every failure is an outcome). */
   send(request: DeliveryRequest): Promise<DeliveryOutcome> {
     const started = performance.now()
-    const outcome = (fields: Partial<DeliveryOutcome>): DeliveryOutcome => ({
-      ok: false,
-      status: null,
-      excerpt: '',
-      error: null,
-      message: null,
-      ...fields,
-      durationMs: Math.round(performance.now() - started),
-    })
-
     const target = targetOf(request.url)
-    if (typeof target === 'string') return Promise.resolve(outcome({ error: 'url-invalid', message: target }))
-    const hostname = target.hostname.startsWith('[') ? target.hostname.slice(1, -1) : target.hostname
-    // Node connects to an IP literal without calling the agent's lookup, so the literal is checked here.
-    if (!this.#allowPrivateAddresses && isIP(hostname) !== 0 && !isPublicAddress(hostname)) {
-      return Promise.resolve(outcome({ error: 'address-refused', message: new OutboundAddressRefused(target.hostname, [hostname]).message }))
+    if (typeof target === 'string') return Promise.resolve(outcomeOf(started, { error: 'url-invalid', message: target }))
+    // Node connects to an IP literal without calling the lookup, so the literal is checked here.
+    if (!this.#allowPrivateAddresses && isIP(target.hostname) !== 0 && !isPublicAddress(target.hostname)) {
+      const refused = new OutboundAddressRefused(target.host, [target.hostname])
+      return Promise.resolve(outcomeOf(started, { error: 'address-refused', message: refused.message }))
     }
-    if (request.signal?.aborted) return Promise.resolve(outcome({ error: 'timeout', message: 'aborted' }))
+    if (request.signal?.aborted) return Promise.resolve(outcomeOf(started, { error: 'timeout', message: 'aborted' }))
 
-    const { promise, resolve } = Promise.withResolvers<DeliveryOutcome>()
-    const excerptChunks: Buffer[] = []
-    let excerptLength = 0
-    let received = 0
-    let status: number | null = null
-    let settled = false
-    const excerpt = () => wholeCharacters(excerptChunks.length === 1 ? excerptChunks[0]! : Buffer.concat(excerptChunks))
-    const settle = (fields: Partial<DeliveryOutcome>) => {
-      if (settled) return
-      settled = true
-      clearTimeout(timer)
-      request.signal?.removeEventListener('abort', onAbort)
-      resolve(outcome({ status, excerpt: excerpt(), ...fields }))
-    }
-
-    let outgoing: http.ClientRequest
+    const attempt = new Attempt(started, this.#timeoutMs, this.#maxResponseBytes, this.#excerptBytes, request.signal)
     try {
-      outgoing = (target.protocol === 'https:' ? https : http).request({
-        method: 'POST',
-        hostname,
-        port: target.port === '' ? undefined : Number(target.port),
-        path: `${target.pathname}${target.search}`,
-        agent: target.protocol === 'https:' ? this.#https : this.#http,
-        headers: {
-          ...request.headers,
-          'content-type': 'application/json',
-          'user-agent': this.#userAgent,
-          'content-length': String(Buffer.byteLength(request.body)),
+      // A header the caller gave that HTTP cannot carry, or a closed sender, ends in onResponseError (or throws).
+      this.#agent.dispatch(
+        {
+          origin: target.origin,
+          method: 'POST',
+          path: target.path,
+          headers: { ...request.headers, 'content-type': 'application/json', 'user-agent': this.#userAgent },
+          body: request.body,
         },
-      })
+        attempt,
+      )
     } catch (error) {
-      // A header the caller gave that HTTP cannot carry.
-      return Promise.resolve(outcome(failureOf(error)))
+      attempt.onResponseError(null, error instanceof Error ? error : new Error(String(error)))
     }
-    const timer = setTimeout(() => {
-      settle({ error: 'timeout', message: `no complete answer within ${this.#timeoutMs} ms` })
-      outgoing.destroy()
-    }, this.#timeoutMs)
-    const onAbort = () => {
-      settle({ error: 'timeout', message: 'aborted' })
-      outgoing.destroy()
-    }
-    request.signal?.addEventListener('abort', onAbort, { once: true })
-
-    // Errors after settling (the destroy above, a reset after a cut answer) are expected and ignored, not unhandled.
-    outgoing.on('error', (error) => settle(failureOf(error)))
-    outgoing.on('response', (answer) => {
-      status = answer.statusCode ?? null
-      answer.on('error', (error) => settle(failureOf(error)))
-      answer.on('data', (chunk: Buffer) => {
-        if (excerptLength < this.#excerptBytes) {
-          const part = chunk.subarray(0, this.#excerptBytes - excerptLength)
-          excerptChunks.push(part)
-          excerptLength += part.length
-        }
-        received += chunk.length
-        if (received > this.#maxResponseBytes) {
-          settle(judged(answer.statusCode ?? 0))
-          // The rest of the answer is still on the socket: it cannot go back to the pool.
-          answer.destroy()
-        }
-      })
-      // Reading to the end is what returns the socket to the pool.
-      answer.on('end', () => settle(judged(answer.statusCode ?? 0)))
-    })
-    outgoing.end(request.body)
-    return promise
+    return attempt.promise
   }
 
-  /** Closes pooled keep-alive sockets. */
+  /** Closes pooled keep-alive sockets (deliveries in flight end as connection failures); a later send opens new ones. */
   close(): void {
-    this.#http.destroy()
-    this.#https.destroy()
+    const closing = this.#agent
+    this.#agent = this.#createAgent()
+    closing.destroy().catch(() => {})
   }
 }
