@@ -22,6 +22,10 @@ test('an altered token, another key or garbage is refused', () => {
   const flipped = signature.slice(0, -2) + (signature.at(-2) === 'A' ? 'B' : 'A') + signature.at(-1)
   assert.deepEqual(verifyPortalToken(key, `${payload}.${flipped}`, 'link', before), { problem: 'signature' })
   assert.deepEqual(verifyPortalToken(randomBytes(32), token, 'link', before), { problem: 'signature' })
+  // Another spelling of the same signature bytes (the last character's unused bits) is refused too.
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+  const respelled = `${signature.slice(0, -1)}${alphabet[alphabet.indexOf(signature.at(-1)!) + 1]}`
+  assert.deepEqual(verifyPortalToken(key, `${payload}.${respelled}`, 'link', before), { problem: 'signature' })
   for (const bad of ['', 'abc', `${payload}.`, `${payload}.${signature}x`, 'a'.repeat(600) + '.' + signature]) {
     assert.deepEqual(verifyPortalToken(key, bad, 'link', before), { problem: 'malformed' }, bad)
   }
