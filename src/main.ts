@@ -4,6 +4,7 @@ import { buildApi, loggerOptions } from './app.ts'
 import { ConfigError, loadConfig, type Config } from './config.ts'
 import { buildContainer, buildWebhooks, type Container } from './container.ts'
 import { DomainError } from './lib/errors.ts'
+import { isUuid } from './lib/ids.ts'
 import { ChangeFeed } from './db/changes.ts'
 import { migrateToLatest, openDatabase, type DatabaseHandle } from './db/database.ts'
 import { DataDirBusyError, loadOrCreateSecrets, lockDataDir } from './lib/data-dir.ts'
@@ -219,9 +220,8 @@ async function webhooks(config: Config, args: string[]): Promise<void> {
   const limit = Number(values.limit)
   if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new ClientInputError('--limit must be an integer from 1 to 10000')
   if (values.status !== undefined && !WEBHOOK_STATUSES.includes(values.status)) throw new ClientInputError(`--status must be one of ${WEBHOOK_STATUSES.join(', ')}`)
-  const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
   for (const name of ['endpoint', 'message'] as const) {
-    if (values[name] !== undefined && !uuid.test(values[name])) throw new ClientInputError(`--${name} must be a UUID`)
+    if (values[name] !== undefined && !isUuid(values[name])) throw new ClientInputError(`--${name} must be a UUID`)
   }
   const required = (name: 'endpoint' | 'message' | 'since'): string => {
     if (values[name] === undefined) throw new ClientInputError(`--${name} is required for webhooks ${action}`)

@@ -185,11 +185,11 @@ export async function eventsByIds(executor: Executor, organizationId: string, id
 export async function dispatchedEventsSince(
   executor: Executor,
   input: { organizationId: string; since: Date; types: readonly string[]; excludeSubjectType: string; limit: number },
-): Promise<{ id: string; type: string }[]> {
+): Promise<{ id: string; type: string; occurredAt: Date }[]> {
   if (input.types.length === 0) return []
   return executor
     .selectFrom('outbox_events')
-    .select(['id', 'type'])
+    .select(['id', 'type', 'occurred_at as occurredAt'])
     .where('organization_id', '=', input.organizationId)
     .where('occurred_at', '>=', input.since)
     .where('dispatched_at', 'is not', null)

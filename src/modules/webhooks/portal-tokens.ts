@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
+import { isUuid } from '../../lib/ids.ts'
 
 /**
  * The management link and the portal session it opens carry their own authorization: a payload (which link, which
@@ -15,8 +16,6 @@ export interface PortalGrant {
 }
 
 export type PortalTokenCheck = { ok: PortalGrant } | { problem: 'malformed' | 'signature' | 'expired'; expiresAt?: Date }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 function mac(key: Buffer, payload: string): Buffer {
   return createHmac('sha256', key).update(payload).digest()
@@ -42,7 +41,7 @@ export function verifyPortalToken(key: Buffer, token: string, kind: PortalTokenK
     return { problem: 'malformed' }
   }
   const { k, l, o, e } = (decoded ?? {}) as Record<string, unknown>
-  if (k !== kind || typeof l !== 'string' || !UUID.test(l) || typeof o !== 'string' || !UUID.test(o) || !Number.isSafeInteger(e)) return { problem: 'malformed' }
+  if (k !== kind || typeof l !== 'string' || !isUuid(l) || typeof o !== 'string' || !isUuid(o) || !Number.isSafeInteger(e)) return { problem: 'malformed' }
   const expiresAt = new Date(e as number)
   if (now.getTime() >= expiresAt.getTime()) return { problem: 'expired', expiresAt }
   return { ok: { kind, linkId: l, organizationId: o, expiresAt } }

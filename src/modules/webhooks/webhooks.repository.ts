@@ -210,18 +210,6 @@ export async function insertAttempts(db: Executor, rows: readonly AttemptRow[]):
   if (rows.length > 0) await db.insertInto('webhook_attempts').values([...rows]).execute()
 }
 
-/** A stream event that failed for good, kept as a message of its endpoint (its id is the event's). */
-export function findFailedStreamMessage(db: Executor, organizationId: string, endpointId: string, eventIds: readonly string[]): Promise<{ id: string; attempts: number; failed_at: Date | null }[]> {
-  if (eventIds.length === 0) return Promise.resolve([])
-  return db
-    .selectFrom('webhook_messages')
-    .select(['id', 'attempts', 'failed_at'])
-    .where('organization_id', '=', organizationId)
-    .where('endpoint_id', '=', endpointId)
-    .where('id', 'in', eventIds)
-    .execute()
-}
-
 export function listAttempts(db: Executor, organizationId: string, filter: { endpointId?: string; eventId?: string; messageId?: string; limit: number }): Promise<AttemptRow[]> {
   let query = db.selectFrom('webhook_attempts').selectAll().where('organization_id', '=', organizationId)
   if (filter.endpointId !== undefined) query = query.where('endpoint_id', '=', filter.endpointId)

@@ -1,7 +1,7 @@
 import type { Db, Executor } from '../../db/schema.ts'
 import type { Principal } from '../../http/principal.ts'
 import { DomainError, notFound, requestInvalid } from '../../lib/errors.ts'
-import { uuidv7 } from '../../lib/ids.ts'
+import { isUuid, uuidv7 } from '../../lib/ids.ts'
 import { OutboundAddressRefused, publicAddresses, type Resolver } from '../../lib/outbound-address.ts'
 import type { Sealer } from '../../lib/sealing.ts'
 import { newWebhookSecret, webhookHeaders, webhookMessageId, webhookSigningKey } from '../../lib/webhook-signatures.ts'
@@ -22,7 +22,6 @@ export const DELIVERY_JOB = 'webhooks.deliver'
 /** A test event's subject: test events are never replayed. */
 const TEST_SUBJECT = 'webhook-test'
 const MAX_URL_LENGTH = 2048
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const MAX_DESCRIPTION_LENGTH = 500
 /** A replay queues at most this many messages at once; the portal says so. */
 export const MAX_REPLAY = 10_000
@@ -437,17 +436,18 @@ export class WebhooksService {
   /** Sends one message's event to its endpoint again, after what is queued there now. */
   async resend(organizationId: string, endpointId: string, messageId: string): Promise<MessageView> {
     const message = await repository.findMessage(this.db, organizationId, endpointId, messageId)
-    // A message of the stream is known by its event's id: any event the endpoint receives.
-    const endpoint = message ? undefined : await this.endpoint(this.db, organizationId, endpointId)
-    const streamed = endpoint ? (await eventsByIds(this.db, organizationId, [messageId]))[0] : undefined
-    const event = message
-      ? { id: message.event_id, type: message.event_type }
-      : streamed && EVENT_TYPES.has(streamed.type) && streamed.subjectType !== TEST_SUBJECT && (endpoint!.event_types.length === 0 || endpoint!.event_types.includes(streamed.type))
-        ? { id: streamed.id, type: streamed.type }
-        : undefined
+    const event = message ? { id: message.event_id, type: message.event_type } : await this.streamedEvent(organizationId, endpointId, messageId)
     if (!event) throw notFound('webhook-message')
     const [queued] = await this.queue(organizationId, endpointId, [event], 'resend')
     return queued!
+  }
+
+  /** A message of the stream is known by its event's id: any event of the catalogue the endpoint receives. */
+  private async streamedEvent(organizationId: string, endpointId: string, eventId: string): Promise<{ id: string; type: string } | undefined> {
+    const endpoint = await this.endpoint(this.db, organizationId, endpointId)
+    const [event] = await eventsByIds(this.db, organizationId, [eventId])
+    const receives = event !== undefined && EVENT_TYPES.has(event.type) && event.subjectType !== TEST_SUBJECT && (endpoint.event_types.length === 0 || endpoint.event_types.includes(event.type))
+    return receives ? { id: event.id, type: event.type } : undefined
   }
 
   /**
@@ -465,7 +465,7 @@ export class WebhooksService {
     if (events.length > 0) await this.queue(organizationId, endpointId, events, 'replay')
     const result: { queued: number; since: string; until?: string } = { queued: events.length, since: since.toISOString() }
     // A replay that stopped at its limit says where, so that the next one can go on from there.
-    if (events.length === MAX_REPLAY) result.until = (await eventsByIds(this.db, organizationId, [events.at(-1)!.id]))[0]!.occurredAt.toISOString()
+    if (events.length === MAX_REPLAY) result.until = events.at(-1)!.occurredAt.toISOString()
     return result
   }
 
@@ -550,7 +550,11 @@ export class WebhooksService {
       const organizations = [...new Set(deliverable.map((event) => event.organizationId))]
       const endpoints = await repository.endpointsOf(tx, organizations)
       const byOrganization = new Map<string, typeof endpoints>()
-      for (const endpoint of endpoints) byOrganization.set(endpoint.organization_id, [...(byOrganization.get(endpoint.organization_id) ?? []), endpoint])
+      for (const endpoint of endpoints) {
+        const list = byOrganization.get(endpoint.organization_id)
+        if (list) list.push(endpoint)
+        else byOrganization.set(endpoint.organization_id, [endpoint])
+      }
       // An event is numbered in the stream when an endpoint of its organization receives its type; each endpoint then
       // reads the stream from its position: one write an event, whatever the number of endpoints.
       const streamed: string[] = []
@@ -752,7 +756,7 @@ export class WebhooksService {
 
   /** The organization of an endpoint, by its id alone; `entity_not_found` when there is none. */
   async organizationOfEndpoint(endpointId: string): Promise<string> {
-    const organizationId = UUID.test(endpointId) ? await repository.organizationOfEndpoint(this.db, endpointId) : undefined
+    const organizationId = isUuid(endpointId) ? await repository.organizationOfEndpoint(this.db, endpointId) : undefined
     if (organizationId === undefined) throw notFound('webhook-endpoint')
     return organizationId
   }
