@@ -1,7 +1,7 @@
 import { externalAccountsRoutes } from './modules/external-accounts/index.ts'
 import { randomUUID } from 'node:crypto'
+import http from 'node:http'
 import cors from '@fastify/cors'
-import rateLimit from '@fastify/rate-limit'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Ajv, type Options as AjvOptions } from 'ajv'
 import addFormats from 'ajv-formats'
@@ -11,18 +11,24 @@ import type { Config } from './config.ts'
 import { buildContainer, type Container, type ContainerDeps, type Services } from './container.ts'
 import { isReachable, type DatabaseHandle } from './db/database.ts'
 import { errorHandler, notFoundHandler } from './http/error-handler.ts'
+import { ApiError, requestInvalid } from './http/errors.ts'
+import { clientErrorHandler, frameworkErrorHandler } from './http/transport-errors.ts'
+import { validatorCompiler } from './http/validation.ts'
+import { UUID_PATTERN } from './lib/ids.ts'
 import { registerIdempotency } from './http/idempotency.ts'
+import { allowanceStoreFor, clientKey, RateLimiter, registerRateLimits } from './http/rate-limit.ts'
 import { registerMetrics } from './http/metrics.ts'
 import { REQUEST_ID_HEADER, registerOpenApi } from './http/openapi.ts'
 import type { App } from './http/types.ts'
 import type { SandboxSecrets } from './lib/data-dir.ts'
 import { accountsRoutes } from './modules/accounts/index.ts'
+import { registerAuditTrail } from './modules/audit/index.ts'
 import { authRoutes } from './modules/auth/index.ts'
 import { capabilitiesRoutes } from './modules/capabilities/index.ts'
 import { depositMethodsRoutes, depositTestHelpersRoutes } from './modules/deposit-methods/index.ts'
 import { filesRoutes } from './modules/files/index.ts'
 import { healthRoutes } from './modules/health/index.ts'
-import { kycConnectorRoutes } from './modules/kyc-connector/index.ts'
+import { kycConnectorRoutes, kycIngestionsRoutes } from './modules/kyc-connector/index.ts'
 import { kycRoutes } from './modules/kyc/index.ts'
 import { metadataRoutes } from './modules/metadata/index.ts'
 import { quotesRoutes } from './modules/quotes/index.ts'
@@ -118,6 +124,12 @@ function createServer(config: Config, logging: Pick<FastifyServerOptions, 'logge
   const bodyAjv = createAjv({ coerceTypes: false })
   const textAjv = createAjv({ coerceTypes: 'array' })
 
+  // Strictly the 8-4-4-4-12 hexadecimal form the database reads: ajv-formats' `uuid` also takes a `urn:uuid:` prefix.
+  for (const ajv of [bodyAjv, textAjv]) ajv.addFormat('uuid', UUID_PATTERN)
+
+  // Every answer is in the envelope with a request id, those made before any route is found included: what Node's
+  // parser refuses (clientErrorHandler), a path that does not decode (frameworkErrors), a request without Host and
+  // one arriving while the server closes (the onRequest hook below, rather than Node's and Fastify's bare answers).
   const app = Fastify({
     ...logging,
     genReqId: () => randomUUID(),
@@ -125,11 +137,28 @@ function createServer(config: Config, logging: Pick<FastifyServerOptions, 'logge
     logController: new LogController({ requestIdLogLabel: 'requestId' }),
     bodyLimit: config.bodyLimitBytes,
     trustProxy: config.trustProxy,
-    return503OnClosing: true,
-    routerOptions: { ignoreTrailingSlash: true },
+    return503OnClosing: false,
+    http: { requireHostHeader: false },
+    clientErrorHandler: clientErrorHandler(),
+    frameworkErrors: frameworkErrorHandler(config.bodyLimitBytes),
+    // A path parameter is never refused for its length by the router (Node limits the whole request line first):
+    // its schema decides, so that an overlong id is a 404 like any malformed id.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: http.maxHeaderSize },
   }).withTypeProvider<TypeBoxTypeProvider>()
 
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : textAjv).compile(schema))
+  let closing = false
+  app.addHook('preClose', async () => {
+    closing = true
+  })
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header(REQUEST_ID_HEADER, request.id)
+    if (closing) throw new ApiError(503, 'service_unavailable', 'The server is shutting down; retry the request', undefined, { 'retry-after': '1' })
+    // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400.
+    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') throw requestInvalid('headers', [{ property: 'host', rule: 'required' }])
+  })
+  // Unknown expectations are ignored (RFC 9110 §10.1.1 allows it) rather than answered with Node's bare 417.
+  app.server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => app.server.emit('request', req, res))
+  app.setValidatorCompiler(validatorCompiler({ body: bodyAjv, text: textAjv }))
   app.decorateRequest('principal', null)
   // JSON is the API's only body format (the token endpoint adds form bodies for itself).
   app.removeContentTypeParser('text/plain')
@@ -147,7 +176,7 @@ async function registerApi(app: App, container: Container): Promise<void> {
   await app.register(cors, {
     origin: config.allowedOrigins === '*' ? true : config.allowedOrigins.length > 0 ? [...config.allowedOrigins] : false,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    exposedHeaders: [REQUEST_ID_HEADER, 'etag', 'location', 'retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'],
+    exposedHeaders: [REQUEST_ID_HEADER, 'etag', 'location', 'retry-after', 'ratelimit', 'ratelimit-policy'],
     maxAge: 600,
     strictPreflight: false,
   })
@@ -158,7 +187,6 @@ async function registerApi(app: App, container: Container): Promise<void> {
   app.addHook('onRequest', async (request, reply) => {
     inFlight.add(request.id)
     reply.raw.once('close', () => inFlight.delete(request.id))
-    reply.header(REQUEST_ID_HEADER, request.id)
     const routeAuth = request.routeOptions.config.auth
     if (routeAuth) {
       const onBehalfOf = request.headers['x-on-behalf-of']
@@ -182,17 +210,18 @@ async function registerApi(app: App, container: Container): Promise<void> {
     serverUrl: config.publicUrl,
     scopes: scopes.descriptions,
   })
-  // Limits are per client (per address before authentication), in this process's memory.
-  await app.register(rateLimit, {
-    global: config.rateLimitPerMinute > 0,
-    max: config.rateLimitPerMinute,
-    timeWindow: 60_000,
-    hook: 'preHandler',
-    keyGenerator: (request) => (request.principal ? `client:${request.principal.clientId}` : `ip:${request.ip}`),
-  })
+  // Limits are per client (per address before authentication), counted across every process on PostgreSQL and
+  // in this process's memory on the embedded engine (src/http/rate-limit.ts).
+  registerRateLimits(
+    app,
+    new RateLimiter(allowanceStoreFor(database, app.log), app.log),
+    config.rateLimitPerMinute > 0 ? { policy: { name: 'default', limit: config.rateLimitPerMinute, windowSeconds: 60 }, key: clientKey } : null,
+  )
   // After the rate limit: its per-route check must run before a key is claimed, or a 429 would be stored as the
   // key's answer and replayed to every retry.
   registerIdempotency(app, database.db, container.requestDigestKey)
+  // Before the routes: it wraps each write operation's handler so that its first committing write records the row.
+  registerAuditTrail(app)
 
   app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger())
   await app.register(healthRoutes({ isDatabaseReachable: () => isReachable(database.db), metrics }))
@@ -205,6 +234,7 @@ async function registerApi(app: App, container: Container): Promise<void> {
   await app.register(railsRoutes(services.rails))
   await app.register(countriesRoutes(services.countries))
   await app.register(kycConnectorRoutes(services.kycConnector))
+  await app.register(kycIngestionsRoutes(services.kycIngestions, config.publicUrl))
   await app.register(kycRoutes(services.kyc))
   await app.register(filesRoutes(services.files))
   await app.register(termsOfServiceRoutes(services.termsOfService))

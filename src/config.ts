@@ -1,4 +1,5 @@
 import path from 'node:path'
+import { parseSchedulePeriods } from './jobs/periods.ts'
 import { parseDurationList } from './lib/durations.ts'
 
 /**
@@ -18,13 +19,30 @@ export interface Config {
   /** Directory of the embedded database and of generated sandbox secrets; null means in memory only. */
   dataDir: string | null
   databaseUrl: string | null
+  /**
+   * A connection string that reaches PostgreSQL itself, for what needs a session of its own (LISTEN, the
+   * migrations' lock) when `databaseUrl` goes through a transaction-pooling proxy; null means `databaseUrl`.
+   */
+  databaseDirectUrl: string | null
   databasePoolSize: number
   logLevel: LogLevel
+  /** `auto`: readable lines when the output is a terminal, JSON lines otherwise (LOG_FORMAT). */
+  logFormat: 'auto' | 'json' | 'text'
   accessTokenTtlSeconds: number
-  /** PKCS#8 PEM private key (ES256) that signs access tokens; sandbox generates one when absent. */
+  /**
+   * PKCS#8 PEM private key (ES256): the first key of the token signing ring, the first time Tessera starts; sandbox
+   * generates one when absent. The ring (src/modules/keys) decides since: rotate with `tessera keys rotate`.
+   */
   tokenSigningKey: string | null
-  /** 32-byte key, base64, that seals provider secrets at rest; sandbox generates one when absent. */
+  /**
+   * 32-byte key, base64: the root key that seals the key rings (and the ring's first data key, the first time Tessera
+   * starts); sandbox generates one when absent.
+   */
   sealingKey: string | null
+  /** The previous root key while the root key changes (SEALING_KEY_PREVIOUS): the rings open under either. */
+  sealingKeyPrevious: string | null
+  /** How often every process reads the key rings at the least (KEY_RING_REFRESH_MS); a new key activates after twice this. */
+  keyRingRefreshMs: number
   initialClientId: string | null
   initialClientSecret: string | null
   /** Requests per minute per client on the API; 0 turns the limit off. */
@@ -38,6 +56,21 @@ export interface Config {
   referenceDataDir: string | null
   /** Identity-verification providers whose connector can be configured (`/kyc-connector/<provider>/config`). */
   kycConnectorProviders: string[]
+  /**
+   * Where Tessera reads imported verifications (docs/kyc-connector.md): Veriff's API (the organization's
+   * integrations sign each call) and Sumsub's (the deployment's own app token: share tokens are issued to it).
+   * Null: the sandbox simulator in sandbox, no ingestions of that provider in production.
+   */
+  kycIngestion: {
+    veriffApiUrl: string | null
+    sumsub: { apiUrl: string; appToken: string; secretKey: string } | null
+    /** Verifies Sumsub's callbacks (X-Payload-Digest); null refuses them all. */
+    sumsubWebhookSecret: string | null
+    /** How long an ingestion waits for the provider's decision before its processes fail. */
+    readinessTimeoutSeconds: number
+    /** How often a waiting ingestion asks the provider again (a verified callback wakes it sooner). */
+    recheckMs: number
+  }
   /** Directory of uploaded files (`<DATA_DIR>/files` by default); null keeps them in memory (DATA_DIR=:memory:). */
   fileStorageDir: string | null
   /** How many files one user may have; beyond it creating a file is 409 max_files_limit_exceeded. */
@@ -91,6 +124,13 @@ export interface Config {
   webhookMaxEndpoints: number
   /** How often the webhook dispatcher looks at the outbox when it is idle (WEBHOOK_DISPATCH_INTERVAL_MS). */
   webhookDispatchIntervalMs: number
+  /** Periods of recurring jobs that replace their own, by schedule name (SCHEDULE_PERIODS, e.g. `prices.record=30s`). */
+  schedulePeriods: Map<string, number>
+  /** How long a completed job is kept (JOB_RETENTION), and one that failed for good (FAILED_JOB_RETENTION). */
+  jobRetentionMs: number
+  failedJobRetentionMs: number
+  /** How long the bytes of an upload that never committed are left before they are deleted (FILE_ORPHAN_GRACE). */
+  fileOrphanGraceMs: number
 }
 
 export class ConfigError extends Error {
@@ -153,6 +193,11 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   if (databaseUrl !== null && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     problems.push('DATABASE_URL must be a postgres:// or postgresql:// connection string')
   }
+  const databaseDirectUrl = read('DATABASE_DIRECT_URL') ?? null
+  if (databaseDirectUrl !== null) {
+    if (databaseUrl === null) problems.push('DATABASE_DIRECT_URL is set without DATABASE_URL')
+    if (!/^postgres(ql)?:\/\//.test(databaseDirectUrl)) problems.push('DATABASE_DIRECT_URL must be a postgres:// or postgresql:// connection string')
+  }
 
   const tokenSigningKey = read('TOKEN_SIGNING_KEY')?.replace(/\\n/g, '\n') ?? null
   if (tokenSigningKey !== null && !tokenSigningKey.includes('-----BEGIN PRIVATE KEY-----')) {
@@ -161,6 +206,12 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   const sealingKey = read('SEALING_KEY') ?? null
   if (sealingKey !== null && Buffer.from(sealingKey, 'base64').length !== 32) {
     problems.push('SEALING_KEY must be 32 random bytes encoded in base64 (e.g. `openssl rand -base64 32`)')
+  }
+  const sealingKeyPrevious = read('SEALING_KEY_PREVIOUS') ?? null
+  if (sealingKeyPrevious !== null) {
+    if (Buffer.from(sealingKeyPrevious, 'base64').length !== 32) problems.push('SEALING_KEY_PREVIOUS must be 32 random bytes encoded in base64, like SEALING_KEY')
+    else if (sealingKey === null) problems.push('SEALING_KEY_PREVIOUS is set without SEALING_KEY: a change of root key needs the new key in SEALING_KEY')
+    else if (Buffer.from(sealingKeyPrevious, 'base64').equals(Buffer.from(sealingKey, 'base64'))) problems.push('SEALING_KEY_PREVIOUS must differ from SEALING_KEY')
   }
   if (environment === 'production') {
     if (tokenSigningKey === null) problems.push('TOKEN_SIGNING_KEY is required in production')
@@ -197,6 +248,37 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     problems.push(`KYC_CONNECTOR_PROVIDERS names a provider more than once (got "${rawProviders}")`)
   }
 
+  const apiUrl = (name: string): string | null => {
+    const raw = read(name)
+    if (raw === undefined) return null
+    let parsed: URL | undefined
+    try {
+      parsed = new URL(raw)
+    } catch {
+      parsed = undefined
+    }
+    const schemes = environment === 'production' ? ['https:'] : ['https:', 'http:']
+    if (!parsed || !schemes.includes(parsed.protocol)) {
+      problems.push(`${name} must be an ${environment === 'production' ? 'https' : 'http(s)'} URL (got "${raw}")`)
+      return null
+    }
+    return raw.replace(/\/+$/, '')
+  }
+  const sumsubApiUrl = apiUrl('SUMSUB_API_URL')
+  const sumsubAppToken = read('SUMSUB_APP_TOKEN') ?? null
+  const sumsubSecretKey = read('SUMSUB_SECRET_KEY') ?? null
+  const sumsubSet = ['SUMSUB_API_URL', 'SUMSUB_APP_TOKEN', 'SUMSUB_SECRET_KEY'].filter((name) => read(name) !== undefined).length
+  if (sumsubSet !== 0 && sumsubSet !== 3) {
+    problems.push('SUMSUB_API_URL, SUMSUB_APP_TOKEN and SUMSUB_SECRET_KEY must be set together')
+  }
+  const kycIngestion = {
+    veriffApiUrl: apiUrl('VERIFF_API_URL'),
+    sumsub: sumsubApiUrl !== null && sumsubAppToken !== null && sumsubSecretKey !== null ? { apiUrl: sumsubApiUrl, appToken: sumsubAppToken, secretKey: sumsubSecretKey } : null,
+    sumsubWebhookSecret: read('SUMSUB_WEBHOOK_SECRET') ?? null,
+    readinessTimeoutSeconds: integer('KYC_INGESTION_READINESS_TIMEOUT_SECONDS', 86_400, 1, 2_592_000),
+    recheckMs: integer('KYC_INGESTION_RECHECK_MS', 60_000, 100, 3_600_000),
+  }
+
   const quoteSpread = read('QUOTE_SPREAD') ?? '0.005'
   if (!/^0(\.[0-9]{1,8})?$/.test(quoteSpread) || Number(quoteSpread) >= 0.5) {
     problems.push(`QUOTE_SPREAD must be a decimal fraction from 0 to below 0.5, e.g. 0.005 for 0.5 % (got "${quoteSpread}")`)
@@ -231,6 +313,20 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     problems.push(`WEBHOOK_RETRY_SCHEDULE must be 1 to 50 delays separated by commas, each a whole number with a unit ms, s, m or h, e.g. 5s,5m,30m,2h (got "${rawRetrySchedule}")`)
   }
 
+  // Durations of the recurring jobs' settings, each a whole number with a unit (ms, s, m, h).
+  const duration = (name: string, fallback: string, minMs: number): number => {
+    const raw = read(name) ?? fallback
+    const parsed = parseDurationList(raw, 1)
+    if (parsed === null || parsed[0]! < minMs) {
+      problems.push(`${name} must be a whole number with a unit ms, s, m or h, at least ${minMs} ms, e.g. ${fallback} (got "${raw}")`)
+      return parseDurationList(fallback, 1)![0]!
+    }
+    return parsed[0]!
+  }
+  const rawSchedulePeriods = read('SCHEDULE_PERIODS')
+  const schedulePeriods = rawSchedulePeriods === undefined ? { periods: new Map<string, number>() } : parseSchedulePeriods(rawSchedulePeriods)
+  if ('problem' in schedulePeriods) problems.push(`SCHEDULE_PERIODS must be name=duration pairs separated by commas, e.g. prices.record=30s: ${schedulePeriods.problem}`)
+
   const config: Config = {
     environment,
     host,
@@ -238,11 +334,15 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     publicUrl,
     dataDir,
     databaseUrl,
+    databaseDirectUrl,
     databasePoolSize: integer('DATABASE_POOL_SIZE', 10, 1, 1000),
     logLevel: oneOf<LogLevel>('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
+    logFormat: oneOf<Config['logFormat']>('LOG_FORMAT', ['auto', 'json', 'text'], 'auto'),
     accessTokenTtlSeconds: integer('ACCESS_TOKEN_TTL_SECONDS', 3600, 60, 86400),
     tokenSigningKey,
     sealingKey,
+    sealingKeyPrevious,
+    keyRingRefreshMs: integer('KEY_RING_REFRESH_MS', 30_000, 100, 600_000),
     initialClientId: initialClientId?.toLowerCase() ?? null,
     initialClientSecret,
     rateLimitPerMinute: integer('RATE_LIMIT_PER_MINUTE', 1200, 0, 100_000_000),
@@ -252,6 +352,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     shutdownTimeoutMs: integer('SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
     referenceDataDir: read('REFERENCE_DATA_DIR') === undefined ? null : path.resolve(cwd, read('REFERENCE_DATA_DIR')!),
     kycConnectorProviders,
+    kycIngestion,
     fileStorageDir: read('FILE_STORAGE_DIR') !== undefined
       ? path.resolve(cwd, read('FILE_STORAGE_DIR')!)
       : dataDir === null ? null : path.join(dataDir, 'files'),
@@ -281,6 +382,10 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     webhookSecretGraceSeconds: integer('WEBHOOK_SECRET_GRACE_SECONDS', 86_400, 0, 604_800),
     webhookMaxEndpoints: integer('WEBHOOK_MAX_ENDPOINTS', 20, 1, 1_000),
     webhookDispatchIntervalMs: integer('WEBHOOK_DISPATCH_INTERVAL_MS', 500, 10, 60_000),
+    schedulePeriods: 'periods' in schedulePeriods ? schedulePeriods.periods : new Map(),
+    jobRetentionMs: duration('JOB_RETENTION', '168h', 1_000),
+    failedJobRetentionMs: duration('FAILED_JOB_RETENTION', '720h', 1_000),
+    fileOrphanGraceMs: duration('FILE_ORPHAN_GRACE', '1h', 1_000),
   }
   if (config.quoteTtlMs > config.quoteMaxTtlMs) problems.push(`QUOTE_TTL_MS (${config.quoteTtlMs}) must not exceed QUOTE_MAX_TTL_MS (${config.quoteMaxTtlMs})`)
 

@@ -1,4 +1,5 @@
-import type { Config } from './config.ts'
+import { AuditTrailService } from './modules/audit/index.ts'
+import { ConfigError, type Config } from './config.ts'
 import type { Db, Executor } from './db/schema.ts'
 import { ChangeFeed } from './db/changes.ts'
 import type { DatabaseHandle } from './db/database.ts'
@@ -8,17 +9,21 @@ import { defineBankPullFlow, defineWithdrawalFlow } from './flows/rail.flows.ts'
 import { FlowRunner } from './flows/runner.ts'
 import { defineTradeFlow } from './flows/trade.flow.ts'
 import type { Principal } from './http/principal.ts'
+import { registerIdempotencyPurge } from './http/idempotency.ts'
 import { JobHandlers } from './jobs/queue.ts'
+import { registerJobRetention } from './jobs/retention.ts'
+import { Scheduler, Schedules } from './jobs/schedules.ts'
 import { Worker, type WorkerLogger } from './jobs/worker.ts'
 import type { SandboxSecrets } from './lib/data-dir.ts'
-import { derivePurposeKey, Sealer } from './lib/sealing.ts'
+import { derivePurposeKey, type SealedValueSet } from './lib/sealing.ts'
 import { AccountsService } from './modules/accounts/index.ts'
 import { AuthService, ClientsService, ScopeCatalogue, TokenSigner } from './modules/auth/index.ts'
 import { CapabilitiesFile, CapabilitiesService, capabilitySourcesOf } from './modules/capabilities/index.ts'
-import { CardBinsFile, ExternalAccountsService } from './modules/external-accounts/index.ts'
+import { CardBinsFile, cardNumbers, ExternalAccountsService } from './modules/external-accounts/index.ts'
 import { DepositBanksFile, DepositMethodsService, DepositTestHelpersService, IncomingDepositsService } from './modules/deposit-methods/index.ts'
 import { FilesService, FilesSettingsFile } from './modules/files/index.ts'
-import { KycConnectorService } from './modules/kyc-connector/index.ts'
+import { connectorSecrets, KycConnectorService, KycIngestionsService } from './modules/kyc-connector/index.ts'
+import { KeyRing, KeysService, type KeyRingLogger } from './modules/keys/index.ts'
 import { KYC_PROCESSES, KycService } from './modules/kyc/index.ts'
 import { LedgerService } from './modules/ledger/index.ts'
 import { PortfolioService, SandboxHistory, StatementsService } from './modules/portfolio/index.ts'
@@ -43,7 +48,7 @@ import { TermsOfServiceFile, TermsOfServiceService } from './modules/terms-of-se
 import { DepositsService, TransactionsService } from './modules/transactions/index.ts'
 import { DEFAULT_TRAVEL_RULE, RequestsForInformationService } from './modules/travel-rule/index.ts'
 import { UsersService } from './modules/users/index.ts'
-import { WebhookMetrics, WebhookSender, WebhooksService } from './modules/webhooks/index.ts'
+import { webhookSecrets, WebhookMetrics, WebhookSender, WebhooksService } from './modules/webhooks/index.ts'
 import type { Resolver } from './lib/outbound-address.ts'
 import { Registry } from 'prom-client'
 import { KycWidgetSessionsService, TravelRuleWidgetSessionsService, WidgetsService } from './modules/widgets/index.ts'
@@ -52,6 +57,9 @@ import { SandboxTravelRuleNode } from './providers/travel-rule/sandbox.ts'
 import { verifyMessageSignature } from './lib/signatures/index.ts'
 import BigNumber from 'bignumber.js'
 import { SandboxKycProvider } from './providers/kyc/sandbox.ts'
+import { SandboxSumsubApi, SandboxVeriffApi } from './providers/kyc-connector/sandbox.ts'
+import { SumsubHttpApi, SumsubReader } from './providers/kyc-connector/sumsub.ts'
+import { VeriffHttpApi, VeriffReader } from './providers/kyc-connector/veriff.ts'
 import { SANDBOX_PRICE_SEED, SandboxPriceFeed } from './providers/prices/sandbox.ts'
 import type { PaymentRail } from './providers/rails/payouts.ts'
 import { SandboxPaymentRail } from './providers/rails/sandbox-payouts.ts'
@@ -84,6 +92,8 @@ export interface Services {
   assets: AssetsService
   rates: RatesService
   kycConnector: KycConnectorService
+  kycIngestions: KycIngestionsService
+  auditTrail: AuditTrailService
   kyc: KycService
   capabilities: CapabilitiesService
   files: FilesService
@@ -91,6 +101,8 @@ export interface Services {
   ledger: LedgerService
   accounts: AccountsService
   jobs: JobHandlers
+  /** The recurring jobs: the worker schedules them as their periods begin. */
+  schedules: Schedules
   /** Not started by the container: `serve` starts it for the roles that run jobs; it stops when the container closes. */
   worker: Worker
   deposits: DepositsService
@@ -114,6 +126,8 @@ export interface Services {
   /** Sandbox only (null in production): the simulated card processor, whose issuer pages Tessera serves. */
   sandboxCardProcessor: SandboxCardProcessor | null
   webhooks: WebhooksService
+  /** The key rings' operations (`tessera keys`): rotate, re-seal, retire. */
+  keys: KeysService
 }
 
 export interface Container {
@@ -137,9 +151,13 @@ export interface Container {
  */
 export async function buildContainer(deps: ContainerDeps): Promise<Container> {
   const { config, database } = deps
-  const signer = new TokenSigner(deps.secrets.tokenSigningKey, config.publicUrl, config.publicUrl)
   const changes = new ChangeFeed(database.schema)
-  await changes.listen(database)
+  // The key rings open first: a root key that does not open them stops the start here, before anything else opens.
+  const { ring: keyRing, keys } = await buildKeys({ config, database, changes, secrets: deps.secrets, ...(deps.logger ? { logger: deps.logger } : {}) })
+  await changes.listen(database, deps.logger)
+  keyRing.watch(changes, config.keyRingRefreshMs)
+  const signer = new TokenSigner(keyRing.signingKeys(), config.publicUrl, config.publicUrl)
+  const auditTrail = new AuditTrailService({ db: database.db, commitHooks: database.commitHooks })
   const scopes = new ScopeCatalogue(config)
   const clients = new ClientsService(database.db, changes, scopes)
   const users = new UsersService(database.db, changes)
@@ -157,13 +175,13 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
   const rates = new RatesService({ catalogue: assetCatalogue, feed: new SandboxPriceFeed(SANDBOX_PRICE_SEED, assetCatalogue.fiatCodes()), db: database.db })
   const metadata = new MetadataService(database.db)
   metadata.registerEntity('users', (principal, entityId) => users.metadataOwner(principal, entityId))
-  const kycConnector = new KycConnectorService({ db: database.db, sealer: new Sealer(deps.secrets.sealingKey), providers: config.kycConnectorProviders })
+  const kycConnector = new KycConnectorService({ db: database.db, sealer: keyRing.sealer(), providers: config.kycConnectorProviders })
   const files = new FilesService({
     db: database.db,
     storage: config.fileStorageDir === null ? new MemoryFileStorage() : new LocalFileStorage(config.fileStorageDir),
     settings: loadReferenceData<FilesSettingsFile>('files-settings.json', FilesSettingsFile, config.referenceDataDir).settings,
     publicUrl: config.publicUrl,
-    sealingKey: deps.secrets.sealingKey,
+    sealingKey: keyRing.derivationRoot,
     maxFilesPerUser: config.maxFilesPerUser,
   })
   metadata.registerEntity('files', (principal, entityId) => files.metadataOwner(principal, entityId))
@@ -216,7 +234,8 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
     processor: cardProcessor,
     bins: loadReferenceData<CardBinsFile>('card-bins.json', CardBinsFile, config.referenceDataDir).ranges,
     settings: { maxLiveCards: config.cardsMaxLinked, maxDistinctCards: config.cardsMaxDistinct },
-    sealingKey: deps.secrets.sealingKey,
+    sealingKey: keyRing.derivationRoot,
+    cardSealer: keyRing.sealer(CARD_NUMBER_KEYS),
   })
   metadata.registerEntity('external-accounts', (principal, entityId) => externalAccounts.metadataOwner(principal, entityId))
   // Withdrawals and bank pulls go out over a payment rail: the simulator in sandbox. Production has no adapter yet,
@@ -225,6 +244,17 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
   const jobs = new JobHandlers()
   assets.registerJobs(jobs)
   externalAccounts.registerJobs(jobs)
+  // Recurring work, run once per period by whichever worker takes the period (docs/architecture.md#scheduled-work).
+  const schedules = new Schedules(jobs, config.schedulePeriods)
+  rates.registerSchedules(schedules)
+  kyc.registerSchedules(schedules)
+  files.registerSchedules(schedules, { graceMs: config.fileOrphanGraceMs })
+  registerIdempotencyPurge(schedules, database.db)
+  registerJobRetention(schedules, database.db, { completedMs: config.jobRetentionMs, failedMs: config.failedJobRetentionMs })
+  const unknownSchedules = schedules.unknownPeriods()
+  if (unknownSchedules.length > 0) {
+    throw new ConfigError([`SCHEDULE_PERIODS names no schedule: ${unknownSchedules.join(', ')} (schedules: ${schedules.all().map((s) => s.name).join(', ')})`])
+  }
   const decimalsOf = (code: string) => assetCatalogue.find(code)?.decimals
   const transactionRules = loadReferenceData<TransactionRulesFile>('transaction-rules.json', TransactionRulesFile, config.referenceDataDir)
   // Which of a user's addresses they declared: their crypto external accounts with a completed verification.
@@ -291,7 +321,7 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
   // The travel-rule network: the simulator in sandbox. Production has no adapter yet: answers are then kept after
   // Tessera's own checks, unscreened (docs/travel-rule.md).
   const travelRuleNode = config.environment === 'sandbox'
-    ? new SandboxTravelRuleNode({ publicUrl: config.publicUrl, key: derivePurposeKey(deps.secrets.sealingKey, 'sandbox/travel-rule-node') })
+    ? new SandboxTravelRuleNode({ publicUrl: config.publicUrl, key: derivePurposeKey(keyRing.derivationRoot, 'sandbox/travel-rule-node') })
     : null
   const valueUsd = async (asset: string, amount: string) => {
     const quote = await rates.usdQuote(asset)
@@ -372,6 +402,7 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
     pollIntervalMs: config.workerPollIntervalMs,
     concurrency: config.workerConcurrency,
     leaseMs: config.workerLeaseMs,
+    scheduler: new Scheduler({ db: database.db, schedules, ...(deps.logger ? { logger: deps.logger } : {}) }),
     ...(deps.logger ? { logger: deps.logger } : {}),
   })
   const depositMethods = new DepositMethodsService({
@@ -380,7 +411,7 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
     users,
     rails,
     networks,
-    secret: deps.secrets.sealingKey,
+    secret: keyRing.derivationRoot,
     banks: loadReferenceData<DepositBanksFile>('deposit-banks.json', DepositBanksFile, config.referenceDataDir),
     environment: config.environment,
   })
@@ -457,18 +488,39 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
   const { webhooks, sender: webhookSender } = buildWebhooks({
     config,
     db: database.db,
-    sealingKey: deps.secrets.sealingKey,
+    keys: keyRing,
     registry: metrics,
     poke: pokeWorker,
     ...(deps.outboundResolver ? { resolver: deps.outboundResolver } : {}),
   })
   webhooks.registerJobs(jobs)
+  // Imported verifications: read from the providers' APIs when configured; in sandbox, from their simulators.
+  const { kycIngestion } = config
+  const veriffApi = kycIngestion.veriffApiUrl !== null ? new VeriffHttpApi({ baseUrl: kycIngestion.veriffApiUrl }) : config.environment === 'sandbox' ? new SandboxVeriffApi() : null
+  const sumsubApi = kycIngestion.sumsub !== null
+    ? new SumsubHttpApi({ baseUrl: kycIngestion.sumsub.apiUrl, appToken: kycIngestion.sumsub.appToken, secretKey: kycIngestion.sumsub.secretKey })
+    : config.environment === 'sandbox' ? new SandboxSumsubApi() : null
+  const kycIngestions = new KycIngestionsService({
+    db: database.db,
+    connector: kycConnector,
+    veriff: veriffApi && new VeriffReader(veriffApi),
+    sumsub: sumsubApi && new SumsubReader(sumsubApi),
+    kyc,
+    files,
+    settings: {
+      readinessTimeoutMs: kycIngestion.readinessTimeoutSeconds * 1000,
+      recheckMs: kycIngestion.recheckMs,
+      sumsubWebhookSecret: kycIngestion.sumsubWebhookSecret,
+    },
+    poke: pokeWorker,
+  })
+  kycIngestions.registerJobs(jobs)
 
   return {
     config,
     database,
     metrics,
-    requestDigestKey: derivePurposeKey(deps.secrets.sealingKey, 'idempotency/request-digest'),
+    requestDigestKey: derivePurposeKey(keyRing.derivationRoot, 'idempotency/request-digest'),
     services: {
       clients,
       auth,
@@ -482,6 +534,8 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
       assets,
       rates,
       kycConnector,
+      kycIngestions,
+      auditTrail,
       files,
       termsOfService,
       kyc,
@@ -489,6 +543,7 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
       ledger,
       accounts,
       jobs,
+      schedules,
       worker,
       deposits,
       transactions,
@@ -507,10 +562,12 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
       kycWidgetSessions,
       travelRuleWidgetSessions,
       webhooks,
+      keys,
     },
     async close(timeoutMs = config.shutdownTimeoutMs) {
       await worker.stop(timeoutMs)
       webhookSender.close()
+      keyRing.stop()
       await changes.stop()
       await database.close()
       await deps.onClose?.()
@@ -518,11 +575,51 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
   }
 }
 
+/** Card numbers are sealed under keys of their own, derived from each key of the ring for this purpose. */
+const CARD_NUMBER_KEYS = 'external-accounts/card-number'
+
 /**
- * The webhooks service of a deployment, over its database and sealing key: what the container runs, and what the CLI
+ * The key rings of a deployment, opened under its root key (and created from the environment's keys the first time),
+ * and the service that rotates them and re-seals every module's secrets: what the container runs, and what
+ * `tessera keys` uses. Throws KeyRingError when the rings do not open with the configured keys.
+ */
+export async function buildKeys(input: {
+  config: Config
+  database: Pick<DatabaseHandle, 'db' | 'engine'>
+  changes: ChangeFeed
+  secrets: SandboxSecrets
+  logger?: KeyRingLogger
+}): Promise<{ ring: KeyRing; keys: KeysService }> {
+  const { config, database: { db, engine } } = input
+  const ring = await KeyRing.open({
+    db,
+    root: input.secrets.sealingKey,
+    previousRoot: config.sealingKeyPrevious,
+    seeds: { sealingKey: input.secrets.sealingKey, tokenSigningKey: input.secrets.tokenSigningKey, tokenSigningKeyConfigured: config.tokenSigningKey !== null },
+    ...(input.logger ? { logger: input.logger } : {}),
+  })
+  // Every module's sealed values, each set over its own table.
+  const sealed: SealedValueSet[] = [connectorSecrets(db, ring.sealer()), cardNumbers(db, ring.sealer(CARD_NUMBER_KEYS)), webhookSecrets(db, ring.sealer())]
+  const keys = new KeysService({
+    db,
+    ring,
+    changes: input.changes,
+    sealed,
+    settings: {
+      refreshMs: config.keyRingRefreshMs,
+      // The embedded database has one process: it knows a new key as soon as it adds it.
+      activationDelayMs: engine === 'pglite' ? 0 : 2 * config.keyRingRefreshMs,
+      tokenLifetimeSeconds: Math.max(config.accessTokenTtlSeconds, config.widgetSessionTtlSeconds),
+    },
+  })
+  return { ring, keys }
+}
+
+/**
+ * The webhooks service of a deployment, over its database and key ring: what the container runs, and what the CLI
  * uses to list and replay deliveries. Closing the sender closes its pooled connections.
  */
-export function buildWebhooks(input: { config: Config; db: Db; sealingKey: string; registry?: Registry; resolver?: Resolver; poke?: () => void }): { webhooks: WebhooksService; sender: WebhookSender } {
+export function buildWebhooks(input: { config: Config; db: Db; keys: Pick<KeyRing, 'sealer' | 'derivationRoot'>; registry?: Registry; resolver?: Resolver; poke?: () => void }): { webhooks: WebhooksService; sender: WebhookSender } {
   const { config } = input
   const sender = new WebhookSender({
     allowPrivateAddresses: config.environment === 'sandbox',
@@ -531,8 +628,8 @@ export function buildWebhooks(input: { config: Config; db: Db; sealingKey: strin
   })
   const webhooks: WebhooksService = new WebhooksService({
     db: input.db,
-    sealer: new Sealer(input.sealingKey),
-    portalKey: derivePurposeKey(input.sealingKey, 'webhooks/portal'),
+    sealer: input.keys.sealer(),
+    portalKey: derivePurposeKey(input.keys.derivationRoot, 'webhooks/portal'),
     sender,
     settings: {
       publicUrl: config.publicUrl,

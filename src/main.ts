@@ -2,13 +2,16 @@ import { parseArgs } from 'node:util'
 import { pino, type Logger } from 'pino'
 import { buildApi, loggerOptions } from './app.ts'
 import { ConfigError, loadConfig, type Config } from './config.ts'
-import { buildContainer, buildWebhooks, type Container } from './container.ts'
+import { buildContainer, buildKeys, buildWebhooks, type Container } from './container.ts'
 import { DomainError } from './lib/errors.ts'
 import { isUuid } from './lib/ids.ts'
 import { ChangeFeed } from './db/changes.ts'
 import { migrateToLatest, openDatabase, type DatabaseHandle } from './db/database.ts'
 import { DataDirBusyError, loadOrCreateSecrets, lockDataDir } from './lib/data-dir.ts'
+import { readableLogStream } from './lib/readable-logs.ts'
+import { AuditTrailService, type AuditFilter } from './modules/audit/index.ts'
 import { ClientInputError, ClientsService, ScopeCatalogue } from './modules/auth/index.ts'
+import { KeyRingError } from './modules/keys/index.ts'
 import { checkLedger } from './modules/ledger/index.ts'
 import { ReferenceDataError } from './modules/reference/index.ts'
 
@@ -33,6 +36,19 @@ Commands:
                                       Queue again for the endpoint every event since TIME (ISO 8601).
   webhooks resend --endpoint ID --message ID
                                       Queue one message's event for its endpoint again.
+  audit [--organization ID] [--client ID] [--user ID] [--operation OPERATION_ID] [--object ID]
+        [--request ID] [--since TIME] [--until TIME] [--after ID] [--limit N]
+                                      List the audit trail (every write clients made through the API), oldest
+                                      first, as JSON lines; --after the last id printed reads the next page.
+  keys list                           List the sealing and signing keys (never their material), as JSON.
+  keys rotate [--sealing] [--signing] Add a new sealing key, signing key, or both (neither flag: both). A new key
+                                      is published at once and seals or signs from its activatesAt.
+  keys reseal [--batch-size N]        Seal every secret anew under the newest sealing key, online; idempotent and
+                                      resumable. Exits 3 and names them when some values do not open.
+  keys retire ID                      Retire a key nothing needs any more (its values re-sealed, its tokens
+                                      expired); its material is erased.
+  keys rewrap                         Seal the keys anew under SEALING_KEY when they are under
+                                      SEALING_KEY_PREVIOUS (a change of root key).
 
 Configuration comes from the environment; see docs/configuration.md.`
 
@@ -65,7 +81,7 @@ function roleOf(args: string[]): Role {
 async function serve(config: Config, role: Role): Promise<void> {
   const { database, release } = await openForCommand(config, 'stop the running server before starting another one on the same directory.')
   const secrets = loadOrCreateSecrets(config.dataDir, config)
-  const logger = pino(loggerOptions(config.logLevel))
+  const logger = createLogger(config)
   const container = await buildContainer({ config, database, secrets, logger, onClose: release })
   // The migrations create the webhook dispatcher's job; a deployment that lost it gets it back here.
   if (role !== 'api') await container.services.webhooks.ensureDispatcher()
@@ -78,14 +94,11 @@ async function serve(config: Config, role: Role): Promise<void> {
     config.environment === 'sandbox',
   )
 
-  let stopPrices: () => Promise<void> = async () => {}
-  // Price recording writes to the database, so it stops before the app closes (closing the app closes the database).
-  exitOnSignals(logger, 'shutting down: finishing in-flight requests', config.shutdownTimeoutMs, () => stopPrices().then(() => app.close()))
+  exitOnSignals(logger, 'shutting down: finishing in-flight requests', config.shutdownTimeoutMs, () => app.close())
 
   await app.listen({ host: config.host, port: config.port })
+  // The worker also runs the recurring jobs (price recording among them), once per period across all workers.
   if (role === 'all') services.worker.start()
-  // Prices are recorded every minute (and history back-filled once) so that historical rates have points.
-  stopPrices = services.rates.startRecording((error) => logger.error({ err: error }, 'price recording failed'))
   const baseUrl = config.publicUrl
   const lines = [
     '',
@@ -111,6 +124,12 @@ async function serve(config: Config, role: Role): Promise<void> {
  * On the first SIGTERM or SIGINT: runs `close` (which lets in-flight work finish) and exits 0, or exits 1 when
  * that fails or takes longer than `timeoutMs`.
  */
+/** JSON lines for collectors; readable lines for a person at a terminal (LOG_FORMAT). */
+function createLogger(config: Config): Logger {
+  const text = config.logFormat === 'text' || (config.logFormat === 'auto' && process.stdout.isTTY === true)
+  return text ? pino(loggerOptions(config.logLevel), readableLogStream(process.stdout)) : pino(loggerOptions(config.logLevel))
+}
+
 function exitOnSignals(logger: Logger, message: string, timeoutMs: number, close: () => Promise<void>): void {
   let closing = false
   const shutdown = (signal: string) => {
@@ -232,7 +251,8 @@ async function webhooks(config: Config, args: string[]): Promise<void> {
     config,
     'stop the server first, or run Tessera on PostgreSQL (DATABASE_URL) where deliveries can be managed while it serves.',
   )
-  const { webhooks: service, sender } = buildWebhooks({ config, db: database.db, sealingKey: loadOrCreateSecrets(config.dataDir, config).sealingKey })
+  const { ring } = await buildKeys({ config, database, changes: new ChangeFeed(database.schema), secrets: loadOrCreateSecrets(config.dataDir, config) })
+  const { webhooks: service, sender } = buildWebhooks({ config, db: database.db, keys: ring })
   try {
     const endpointId = required('endpoint')
     const organizationId = await service.organizationOfEndpoint(endpointId)
@@ -255,6 +275,117 @@ async function webhooks(config: Config, args: string[]): Promise<void> {
     throw error
   } finally {
     sender.close()
+    await database.close()
+    release()
+  }
+}
+
+async function audit(config: Config, args: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      organization: { type: 'string' },
+      client: { type: 'string' },
+      user: { type: 'string' },
+      operation: { type: 'string' },
+      object: { type: 'string' },
+      request: { type: 'string' },
+      since: { type: 'string' },
+      until: { type: 'string' },
+      after: { type: 'string' },
+      limit: { type: 'string', default: '100' },
+    },
+  })
+  if (positionals.length > 0) throw new ClientInputError(`Unexpected arguments "${positionals.join(' ')}"\n\n${USAGE}`)
+  const limit = Number(values.limit)
+  if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new ClientInputError('--limit must be an integer from 1 to 10000')
+  for (const name of ['organization', 'user', 'after'] as const) {
+    if (values[name] !== undefined && !isUuid(values[name])) throw new ClientInputError(`--${name} must be a UUID`)
+  }
+  const time = (name: 'since' | 'until'): Date | undefined => {
+    if (values[name] === undefined) return undefined
+    const at = new Date(values[name])
+    if (Number.isNaN(at.getTime())) throw new ClientInputError(`--${name} must be a time in ISO 8601, e.g. 2026-01-31T12:00:00Z`)
+    return at
+  }
+  const filter: AuditFilter = { limit }
+  if (values.organization !== undefined) filter.organizationId = values.organization
+  if (values.client !== undefined) filter.clientId = values.client
+  if (values.user !== undefined) filter.userId = values.user
+  if (values.operation !== undefined) filter.operation = values.operation
+  if (values.object !== undefined) filter.objectId = values.object
+  if (values.request !== undefined) filter.requestId = values.request
+  if (values.after !== undefined) filter.after = values.after
+  const since = time('since')
+  const until = time('until')
+  if (since) filter.since = since
+  if (until) filter.until = until
+  const { database, release } = await openForCommand(config, 'stop the server first, or run Tessera on PostgreSQL (DATABASE_URL) where the trail can be read while it serves.')
+  try {
+    for (const entry of await new AuditTrailService({ db: database.db }).list(filter)) process.stdout.write(`${JSON.stringify(entry)}\n`)
+  } finally {
+    await database.close()
+    release()
+  }
+}
+
+const KEY_ACTIONS = ['list', 'rotate', 'reseal', 'retire', 'rewrap']
+
+/** Exit status of `keys reseal` when some sealed values do not open (1 is a crash, 2 a usage or configuration error). */
+const RESEAL_INCOMPLETE_EXIT_CODE = 3
+
+async function keys(config: Config, args: string[]): Promise<void> {
+  const [action, ...rest] = args
+  if (!KEY_ACTIONS.includes(action ?? '')) throw new ClientInputError(`Unknown keys command "${action ?? ''}"\n\n${USAGE}`)
+  let parsed
+  try {
+    parsed = parseArgs({
+      args: rest,
+      allowPositionals: true,
+      options: { sealing: { type: 'boolean', default: false }, signing: { type: 'boolean', default: false }, 'batch-size': { type: 'string', default: '100' } },
+    })
+  } catch (error) {
+    throw new ClientInputError(`${(error as Error).message}\n\n${USAGE}`)
+  }
+  const { values, positionals } = parsed
+  if (action === 'retire' ? positionals.length !== 1 : positionals.length > 0) {
+    throw new ClientInputError(action === 'retire' ? 'Usage: tessera keys retire KEY_ID' : `Unexpected arguments "${positionals.join(' ')}"`)
+  }
+  if (action !== 'rotate' && (values.sealing || values.signing)) throw new ClientInputError('--sealing and --signing apply to keys rotate only')
+  const batchSize = Number(values['batch-size'])
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000) throw new ClientInputError('--batch-size must be an integer from 1 to 10000')
+  const { database, release } = await openForCommand(
+    config,
+    'stop the server first, or run Tessera on PostgreSQL (DATABASE_URL) where keys can be rotated while it serves.',
+  )
+  try {
+    // The CLI announces changes to the rings for running servers to hear; it keeps no cache of its own.
+    const { keys: service } = await buildKeys({ config, database, changes: new ChangeFeed(database.schema), secrets: loadOrCreateSecrets(config.dataDir, config) })
+    let output: unknown
+    if (action === 'list') output = await service.list()
+    else if (action === 'rotate') {
+      const both = !values.sealing && !values.signing
+      output = await service.rotate({ sealing: both || values.sealing, signing: both || values.signing })
+    } else if (action === 'reseal') {
+      const report = await service.reseal({
+        batchSize,
+        onWait: (key, until) => process.stderr.write(`Waiting for sealing key ${key} to activate at ${until.toISOString()} …\n`),
+      })
+      output = report
+      const unopenable = report.sets.flatMap((set) => set.unopenable)
+      if (unopenable.length > 0) {
+        process.stderr.write(`${unopenable.length} sealed value(s) do not open and were left as they are:\n${unopenable.map((where) => `  - ${where}`).join('\n')}\n`)
+        process.exitCode = RESEAL_INCOMPLETE_EXIT_CODE
+      }
+    } else if (action === 'retire') output = await service.retire(positionals[0]!)
+    else output = await service.rewrap()
+    process.stdout.write(`${JSON.stringify(output, null, 2)}\n`)
+  } catch (error) {
+    // A refusal (a key still needed, an unknown id) is the operator's input, not a crash.
+    if (error instanceof DomainError) throw new ClientInputError(`${error.message}${error.details ? ` ${JSON.stringify(error.details)}` : ''}`)
+    throw error
+  } finally {
     await database.close()
     release()
   }
@@ -283,13 +414,17 @@ async function main(argv: string[]): Promise<void> {
       return ledger(config, args)
     case 'webhooks':
       return webhooks(config, args)
+    case 'audit':
+      return audit(config, args)
+    case 'keys':
+      return keys(config, args)
     default:
       throw new ClientInputError(`Unknown command "${command}"\n\n${USAGE}`)
   }
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof DataDirBusyError || error instanceof ClientInputError || error instanceof ReferenceDataError) {
+  if (error instanceof ConfigError || error instanceof DataDirBusyError || error instanceof ClientInputError || error instanceof ReferenceDataError || error instanceof KeyRingError) {
     process.stderr.write(`${error.message}\n`)
     process.exit(2)
   }

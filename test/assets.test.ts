@@ -4,7 +4,7 @@ import path from 'node:path'
 import { describe, test } from 'node:test'
 import { sql } from 'kysely'
 import { buildApp } from '../src/app.ts'
-import { openDatabase } from '../src/db/database.ts'
+import { migrateToLatest, openDatabase } from '../src/db/database.ts'
 import { enqueue } from '../src/jobs/queue.ts'
 import { loadOrCreateSecrets } from '../src/lib/data-dir.ts'
 import { ASSET_EVENTS, COOLDOWN_END_JOB } from '../src/modules/reference/index.ts'
@@ -281,6 +281,7 @@ describe('assets in production', () => {
   test('the cooldown helper does not exist', async () => {
     const config = testConfig({ TESSERA_ENV: 'production', TOKEN_SIGNING_KEY: loadOrCreateSecrets(null, testConfig()).tokenSigningKey, SEALING_KEY: Buffer.alloc(32, 1).toString('base64'), PRICE_FEED: 'simulated' })
     const database = await openDatabase({ ...config, databaseUrl: null, dataDir: null })
+    await migrateToLatest(database)
     const { app } = await buildApp({ config, database, secrets: loadOrCreateSecrets(null, config) })
     try {
       const response = await app.inject({ method: 'PUT', url: '/core/assets/test-helpers/skip-assets-cooldowns' })

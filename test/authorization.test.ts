@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { generateKeyPairSync } from 'node:crypto'
+import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import type { Subject } from '../src/http/principal.ts'
 import { TokenSigner } from '../src/modules/auth/tokens.ts'
@@ -190,7 +190,58 @@ ROUTES.push(
     subjects: ['client'],
     success: 200,
   },
+  // Ingestions import a user's verification (test/kyc-ingestions.test.ts): the Veriff one reads its session with the
+  // integration the configuration above left; every creation names a session or share token of its own.
+  {
+    operationId: 'kyc-connector.create-veriff-ingestion',
+    method: 'POST',
+    url: '/kyc-connector/veriff/ingestions',
+    scope: 'kyc-connector.veriff.ingestions:create',
+    subjects: ['user:individual'],
+    success: 201,
+    body: () => ({ sessions: [{ sessionId: randomUUID(), integrationName: 'integration-abc123' }] }),
+    invalidBody: { body: { sessions: [{ sessionId: 'not-a-session', integrationName: 'integration-abc123' }] }, property: 'sessions[0].sessionId', rule: 'pattern' },
+  },
+  {
+    operationId: 'kyc-connector.create-sumsub-ingestion',
+    method: 'POST',
+    url: '/kyc-connector/sumsub/ingestions',
+    scope: 'kyc-connector.sumsub.ingestions:create',
+    subjects: ['user:individual'],
+    success: 201,
+    body: () => ({ shareToken: `_act-sbx-jwt-${randomBytes(12).toString('hex')}` }),
+    invalidBody: { body: { shareToken: 42 }, property: 'shareToken', rule: 'type' },
+  },
+  ...(['veriff', 'sumsub'] as const).flatMap((provider): RouteCase[] => [
+    {
+      operationId: `kyc-connector.list-${provider}-ingestions`,
+      method: 'GET',
+      url: `/kyc-connector/${provider}/ingestions`,
+      scope: `kyc-connector.${provider}.ingestions:read`,
+      subjects: ['user:individual'],
+      success: 200,
+    },
+    {
+      operationId: `kyc-connector.get-${provider}-ingestion`,
+      method: 'GET',
+      get url() {
+        return `/kyc-connector/${provider}/ingestions/${preparedIngestions[provider] ?? '0190a8c1-0000-7000-8000-000000000000'}`
+      },
+      scope: `kyc-connector.${provider}.ingestions:read`,
+      subjects: ['user:individual'],
+      success: 200,
+      prepare: async (ctx, _token, userId) => {
+        const body = provider === 'veriff'
+          ? { sessions: [{ sessionId: randomUUID(), integrationName: 'integration-abc123' }] }
+          : { shareToken: `_act-sbx-jwt-${randomBytes(12).toString('hex')}` }
+        const created = await ctx.request({ method: 'POST', url: `/kyc-connector/${provider}/ingestions`, headers: bearer(await ctx.token(), userId), payload: body })
+        assert.equal(created.status, 201, created.body)
+        preparedIngestions[provider] = created.json<{ ingestion: { id: string } }>().ingestion.id
+      },
+    },
+  ]),
 )
+const preparedIngestions: Partial<Record<'veriff' | 'sumsub', string>> = {}
 
 let kycEvidenceFileId: string | undefined
 // KYC: the overview and one update per process, each with its own scope; all act for an individual user. The

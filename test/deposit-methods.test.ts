@@ -3,7 +3,7 @@ import { describe, test } from 'node:test'
 import { isValidIBAN } from 'ibantools'
 import { validateAccountDetails } from 'uk-modulus-check'
 import { buildApp } from '../src/app.ts'
-import { openDatabase } from '../src/db/database.ts'
+import { migrateToLatest, openDatabase } from '../src/db/database.ts'
 import { loadOrCreateSecrets } from '../src/lib/data-dir.ts'
 import { isValidRoutingNumber } from '../src/lib/bank-numbers.ts'
 import { bearer, ENGINES, testConfig, useApp, type TestContext, type TestResponse } from './helpers.ts'
@@ -195,7 +195,8 @@ for (const engine of ENGINES) {
         const response = await suite.ctx.request({ method: 'PUT', url: `/core/accounts/${accountId}/deposit-method${query}`, headers: bearer(suite.token, userId) })
         assertError(response, 400, 'request_invalid')
       }
-      assertError(await put(userId, 'not-a-uuid', 'crypto', 'BTC', 'bitcoin'), 400, 'request_invalid')
+      // A malformed id names no account, as an unknown one (src/http/path-ids.ts).
+      assert.deepEqual(assertError(await put(userId, 'not-a-uuid', 'crypto', 'BTC', 'bitcoin'), 404, 'entity_not_found'), { entity: 'account' })
       assert.deepEqual(assertError(await put(userId, UNKNOWN_ID, 'crypto', 'BTC', 'bitcoin'), 404, 'entity_not_found'), { entity: 'account' })
       assert.equal(await methodCount(), before)
     })
@@ -345,11 +346,23 @@ for (const engine of ENGINES) {
       const achDeposit = achResponse.json<{ bankDeposit: { asset: string; remitter: Record<string, string> } }>().bankDeposit
       assert.equal(achDeposit.asset, 'USD')
       assert.deepEqual({ ...achDeposit.remitter, accountNumber: undefined }, { name: 'Jane Payer', accountNumber: undefined, routingNumber: '220000000', secCode: 'WEB', transactionType: 'Push', serviceType: 'SameDay' })
+      const senders: Record<string, unknown>[] = []
       for (const network of ['wire', 'fednow', 'rtp']) {
         const answer = await simulate('bank', userId, { network, accountNumber: us.details.accountNumber, amount: '1' })
         assert.equal(answer.status, 202, answer.body)
+        senders.push(answer.json<{ bankDeposit: { remitter: Record<string, unknown> } }>().bankDeposit.remitter)
       }
-      await settled(userId, us.accountId, '4.25')
+      // The answer's remitter has the fields of its network (the reference's shapes): a wire only what was given and the name.
+      assert.deepEqual(senders.map((sender) => Object.keys(sender).sort()), [['name'], ['accountNumber', 'name', 'routingNumber'], ['accountNumber', 'name', 'routingNumber']])
+      const wire = await simulate('bank', userId, { network: 'wire', accountNumber: us.details.accountNumber, amount: '1', remitter: { name: 'Jane Payer', address1: '1 Main Street', identifier: 'ID-1' } })
+      assert.deepEqual(wire.json<{ bankDeposit: unknown }>().bankDeposit, {
+        network: 'wire',
+        accountNumber: us.details.accountNumber,
+        asset: 'USD',
+        amount: '1',
+        remitter: { name: 'Jane Payer', address1: '1 Main Street', identifier: 'ID-1' },
+      })
+      await settled(userId, us.accountId, '5.25')
     })
 
     test('unknown destinations are 404, broken rules 409, malformed bodies 400; nothing is recorded', async () => {
@@ -419,6 +432,7 @@ describe('deposit methods in production', () => {
   test('the test helpers do not exist; crypto methods are main-chain; bank methods need the operator\'s bank', async () => {
     const config = testConfig({ TESSERA_ENV: 'production', TOKEN_SIGNING_KEY: loadOrCreateSecrets(null, testConfig()).tokenSigningKey, SEALING_KEY: Buffer.alloc(32, 1).toString('base64'), PRICE_FEED: 'simulated' })
     const database = await openDatabase({ ...config, databaseUrl: null, dataDir: null })
+    await migrateToLatest(database)
     const { app } = await buildApp({ config, database, secrets: loadOrCreateSecrets(null, config) })
     try {
       for (const kind of ['bank', 'crypto']) {

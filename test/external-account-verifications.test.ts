@@ -588,12 +588,12 @@ for (const engine of ENGINES) {
       assert.equal((await answer(userId, account.id, 'declared', DECLARATION, updateOnly)).status, 200)
     })
 
-    test('a malformed id or level is 400 request_invalid in the params, never 500', async () => {
+    test('a malformed id is 404 as an unknown one is, a malformed level 400 in the params, never 500', async () => {
       const userId = await newUser()
       const account = await link(userId, bitcoinBody())
       for (const id of ['abc', '123', `${UNKNOWN_ID}0`, 'null', '%20', UNKNOWN_ID.replaceAll('-', '')]) {
         for (const response of [await list(userId, id), await start(userId, id, 'declared'), await answer(userId, id, 'declared', DECLARATION)]) {
-          assert.equal(assertError(response, 400, 'request_invalid')?.context, 'params', `${id}: ${response.body}`)
+          assert.deepEqual(assertError(response, 404, 'entity_not_found'), { entity: 'external-account' }, `${id}: ${response.body}`)
         }
       }
       for (const level of ['completed', 'DECLARED', 'travel-rule', '%20']) {

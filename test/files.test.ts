@@ -386,7 +386,7 @@ for (const engine of ENGINES) {
       assertError(await at(forPending, pending.id), 404, 'entity_not_found')
     })
 
-    test('unknown files, other users\' and other organizations\' are 404 file; a malformed id is 400', async () => {
+    test('unknown files, other users\' and other organizations\' are 404 file; a malformed id too', async () => {
       const userId = await newUser()
       const file = await createFile(userId)
       for (const response of [
@@ -399,7 +399,9 @@ for (const engine of ENGINES) {
       const otherToken = await suite.ctx.token(await suite.ctx.newClient())
       const foreignUser = (await suite.ctx.createUser(otherToken)).id
       assertError(await getFile(foreignUser, file.id, otherToken), 404, 'entity_not_found')
-      assertError(await getFile(userId, 'not-a-uuid'), 400, 'request_invalid')
+      const malformed = await getFile(userId, 'not-a-uuid')
+      assertError(malformed, 404, 'entity_not_found')
+      assert.equal(malformed.json<{ details: { entity: string } }>().details.entity, 'file')
       // The signed form still works for its own file only; the foreign client's forms do not reach it.
       const foreignFile = (await create(foreignUser, { category: 'image', contentType: 'image/png' }, {}, otherToken)).json<{ file: CreatedFile }>().file
       assertError(await upload(file.upload.url, foreignFile.upload.formData, { data: png(100), contentType: 'image/png' }), 403, 'signature_invalid')

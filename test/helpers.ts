@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { after, before } from 'node:test'
 import type { InjectOptions } from 'fastify'
 import pg from 'pg'
@@ -11,10 +12,28 @@ import { loadOrCreateSecrets, type SandboxSecrets } from '../src/lib/data-dir.ts
 import type { ClientCredentials } from '../src/modules/auth/clients.service.ts'
 import { OpenApiValidator } from './openapi-validator.ts'
 
+/** The PostgreSQL server of the suite, as the application reaches it: directly, or through PgBouncer. */
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || undefined
+/**
+ * The same server reached directly, when TEST_DATABASE_URL goes through PgBouncer (in transaction pooling mode):
+ * databases are created there, and what needs a session of its own (LISTEN, migrations) connects there.
+ */
+export const TEST_DATABASE_DIRECT_URL = process.env.TEST_DATABASE_DIRECT_URL || TEST_DATABASE_URL
+/** Whether the suite runs through a transaction-pooling proxy (see .ci/run). */
+export const THROUGH_PGBOUNCER = TEST_DATABASE_URL !== undefined && TEST_DATABASE_DIRECT_URL !== TEST_DATABASE_URL
 
-/** Every engine the suite runs on here: PGlite always, PostgreSQL when TEST_DATABASE_URL is set. */
-export const ENGINES: Engine[] = TEST_DATABASE_URL ? ['pglite', 'postgres'] : ['pglite']
+/**
+ * Every engine the suite runs on here: PGlite always, PostgreSQL when TEST_DATABASE_URL is set; TEST_ENGINES (a
+ * comma-separated list) keeps only some, e.g. `postgres` for CI's second pass through PgBouncer.
+ */
+export const ENGINES: Engine[] = ((): Engine[] => {
+  const available: Engine[] = TEST_DATABASE_URL ? ['pglite', 'postgres'] : ['pglite']
+  const wanted = process.env.TEST_ENGINES?.split(',').map((engine) => engine.trim()).filter((engine) => engine !== '')
+  if (!wanted || wanted.length === 0) return available
+  const unknown = wanted.filter((engine) => !(available as string[]).includes(engine))
+  if (unknown.length > 0) throw new Error(`TEST_ENGINES names engines not available here: ${unknown.join(', ')} (available: ${available.join(', ')})`)
+  return available.filter((engine) => wanted.includes(engine))
+})()
 
 export const PUBLIC_URL = 'http://tessera.test'
 export const USER_IP = '203.0.113.7'
@@ -45,59 +64,83 @@ export interface TestContext {
   close(): Promise<void>
 }
 
-async function createSchema(url: string): Promise<string> {
-  const schema = `test_${randomBytes(6).toString('hex')}`
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  await client.query(`create schema ${schema}`)
-  await client.end()
-  return schema
+function withDatabase(url: string, name: string): string {
+  const located = new URL(url)
+  located.pathname = `/${name}`
+  return located.href
 }
 
-/**
- * Suites migrate and drop their schemas side by side on one server. Kysely's migrator reads the catalogue of every
- * schema before it takes its own lock, and that read fails when another suite drops its schema at that moment
- * ("schema … does not exist"): migrations hold this lock shared, a drop holds it alone.
- */
-const SCHEMA_LOCK = 7_311_905_223
+/** A database on the test server: how the application reaches it, how a session reaches it, and how to drop it. */
+export interface TestDatabase {
+  name: string
+  url: string
+  directUrl: string
+  drop(): Promise<void>
+}
 
-async function withSchemaLock<T>(url: string, mode: 'shared' | 'exclusive', work: () => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url })
+async function onServer(work: (client: pg.Client) => Promise<unknown>): Promise<void> {
+  assert.ok(TEST_DATABASE_DIRECT_URL, 'TEST_DATABASE_URL is required for the postgres engine')
+  const client = new pg.Client({ connectionString: TEST_DATABASE_DIRECT_URL })
   await client.connect()
-  const suffix = mode === 'shared' ? '_shared' : ''
   try {
-    await client.query(`select pg_advisory_lock${suffix}(${SCHEMA_LOCK})`)
-    return await work()
+    await work(client)
   } finally {
     await client.end()
   }
 }
 
-async function dropSchema(url: string, schema: string): Promise<void> {
-  await withSchemaLock(url, 'exclusive', async () => {
-    const client = new pg.Client({ connectionString: url })
-    await client.connect()
-    await client.query(`drop schema if exists ${schema} cascade`)
-    await client.end()
-  })
+/**
+ * A new, empty database on the test server. Each test context has a database of its own rather than a schema:
+ * a schema needs `search_path`, which a session sets and a transaction-pooling PgBouncer cannot carry (1.18
+ * refuses the `options` startup parameter), while a database is chosen by name at every connection. PgBouncer
+ * routes any database name to the server's (`* =` in scripts/pgbouncer.sh). Creating one takes some 20 ms.
+ */
+export async function createTestDatabase(prefix: string): Promise<TestDatabase> {
+  const name = `${prefix}_${randomBytes(6).toString('hex')}`
+  await onServer((client) => client.query(`create database ${name}`))
+  return {
+    name,
+    url: withDatabase(TEST_DATABASE_URL!, name),
+    directUrl: withDatabase(TEST_DATABASE_DIRECT_URL!, name),
+    // Whatever still holds a connection to it (PgBouncer's idle server connections) is disconnected.
+    drop: () => onServer((client) => client.query(`drop database if exists ${name} with (force)`)),
+  }
 }
 
-/** Opens a fresh database on the engine: an in-memory PGlite, or a new schema on the test PostgreSQL server. */
+/**
+ * DATABASE_DIRECT_URL for a DATABASE_URL that goes through the suite's PgBouncer to a test database: the same
+ * database on the server itself. Undefined when there is no PgBouncer in between (the URL is direct already).
+ */
+export function directUrlOf(url: string): string | undefined {
+  if (!THROUGH_PGBOUNCER) return undefined
+  const located = new URL(url)
+  if (located.host !== new URL(TEST_DATABASE_URL!).host) return undefined
+  return withDatabase(TEST_DATABASE_DIRECT_URL!, located.pathname.slice(1))
+}
+
+/** Opens a fresh database on the engine: an in-memory PGlite, or a new database on the test PostgreSQL server. */
 export async function openTestDatabase(engine: Engine, config: Config): Promise<{ database: DatabaseHandle; cleanup: () => Promise<void> }> {
   if (engine === 'pglite') {
     const database = await openDatabase({ ...config, databaseUrl: null, dataDir: null })
     await migrateToLatest(database)
     return { database, cleanup: async () => {} }
   }
-  assert.ok(TEST_DATABASE_URL, 'TEST_DATABASE_URL is required for the postgres engine')
-  const schema = await createSchema(TEST_DATABASE_URL)
-  const database = await openDatabase({ ...config, databaseUrl: TEST_DATABASE_URL, databasePoolSize: 4, searchPath: schema })
-  await withSchemaLock(TEST_DATABASE_URL, 'shared', () => migrateToLatest(database))
-  return { database, cleanup: () => dropSchema(TEST_DATABASE_URL, schema) }
+  const scratch = await createTestDatabase('test')
+  const database = await openDatabase({ ...config, databaseUrl: scratch.url, databaseDirectUrl: scratch.directUrl, databasePoolSize: 4 })
+  await migrateToLatest(database)
+  return { database, cleanup: scratch.drop }
+}
+
+/** Another connection pool on a test context's PostgreSQL database: what a second process opens. */
+export function openPeerDatabase(database: DatabaseHandle, poolSize: number): Promise<DatabaseHandle> {
+  assert.equal(database.engine, 'postgres', 'only PostgreSQL is shared between processes')
+  return openDatabase({ databaseUrl: database.url!, databaseDirectUrl: database.directUrl!, databasePoolSize: poolSize, dataDir: null })
 }
 
 export function testConfig(env: Record<string, string> = {}): Config {
+  const direct = env.DATABASE_URL && !env.DATABASE_DIRECT_URL ? directUrlOf(env.DATABASE_URL) : undefined
   return loadConfig({
+    ...(direct ? { DATABASE_DIRECT_URL: direct } : {}),
     DATA_DIR: ':memory:',
     PUBLIC_URL,
     LOG_LEVEL: 'silent',
@@ -111,11 +154,22 @@ export function basicAuth(client: { clientId: string; clientSecret: string }): s
   return `Basic ${Buffer.from(`${encodeURIComponent(client.clientId)}:${encodeURIComponent(client.clientSecret)}`).toString('base64')}`
 }
 
+/** The general terms of the shipped catalogue that a resident of `country` accepts (the one naming no country, else). */
+export function generalTermsFor(country: string): string {
+  const catalogue = JSON.parse(readFileSync(new URL('../reference-data/terms-of-service.json', import.meta.url), 'utf8')) as {
+    termsOfService: { code: string; type: string; countries?: string[] }[]
+  }
+  const general = catalogue.termsOfService.filter((terms) => terms.type === 'general')
+  return (general.find((terms) => terms.countries?.includes(country)) ?? general.find((terms) => terms.countries === undefined))!.code
+}
+
+/** A valid individual user; its general terms follow its country of residence unless the overrides name them. */
 export function individualUser(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  const country = (overrides.address as { country?: unknown } | undefined)?.country
   return {
     type: 'individual',
     email: `user-${randomBytes(5).toString('hex')}@example.com`,
-    termsOfService: 'general-gb-fca',
+    termsOfService: typeof country === 'string' ? generalTermsFor(country) : 'general-gb-fca',
     primaryCitizenship: 'GB',
     address: { country: 'GB', subdivision: 'GB-MAN' },
     ...overrides,
@@ -129,12 +183,12 @@ export async function startApp(engine: Engine, env: Record<string, string> = {})
 }
 
 /**
- * Another instance of the service on the same PostgreSQL schema, with the same keys: what a second process
+ * Another instance of the service on the same PostgreSQL database, with the same keys: what a second process
  * behind a load balancer is. Its client is the first instance's.
  */
 export async function startPeer(first: TestContext): Promise<TestContext> {
   assert.equal(first.engine, 'postgres', 'only PostgreSQL is shared between processes')
-  const database = await openDatabase({ ...first.config, databaseUrl: TEST_DATABASE_URL!, databasePoolSize: 4, searchPath: first.database.schema! })
+  const database = await openPeerDatabase(first.database, 4)
   const peer = await assemble('postgres', first.config, database, first.secrets, async () => {}, first.client)
   return peer
 }

@@ -256,7 +256,7 @@ if (TEST_DATABASE_URL) {
     let cleanup: () => Promise<void>
     before(async () => {
       ;({ database, cleanup } = await openTestDatabase('postgres', testConfig()))
-      second = await openDatabase({ ...testConfig(), databaseUrl: TEST_DATABASE_URL!, databasePoolSize: 4, searchPath: database.schema! })
+      second = await openDatabase({ ...testConfig(), databaseUrl: database.url!, databaseDirectUrl: database.directUrl!, databasePoolSize: 4 })
     })
     after(async () => {
       await second.close()

@@ -71,6 +71,18 @@ for (const engine of ENGINES) {
         .map((e) => ({ type: e.type, data: e.data }))
     const statusEvents = async (userId: string, process: string) =>
       (await events(userId)).filter((e) => e.type === `core.kyc.${process}.status-changed`).map((e) => e.data.status)
+    /** Stands in for time passing: what a process stored, rewritten. */
+    const rewriteOutput = async (userId: string, code: string, change: (output: Json) => Json) => {
+      const db = suite.ctx.database.db
+      const row = await db.selectFrom('kyc_processes').select('output').where('user_id', '=', userId).where('code', '=', code).executeTakeFirstOrThrow()
+      await db.updateTable('kyc_processes').set({ output: JSON.stringify(change(row.output as Json)) }).where('user_id', '=', userId).where('code', '=', code).execute()
+    }
+    const rewriteState = async (userId: string, code: string, state: Json) => {
+      await suite.ctx.database.db.updateTable('kyc_processes').set({ state: JSON.stringify(state) }).where('user_id', '=', userId).where('code', '=', code).execute()
+    }
+    /** The 24 hours between two attempts of the crypto risk assessment, over. */
+    const pastRetryWait = (userId: string) =>
+      rewriteOutput(userId, 'crypto-risk-assessment', (output) => ({ ...output, attempts: { ...(output.attempts as Json), retryAt: PAST } }))
 
     describe('overview', () => {
       test('a new user starts from what its creation declared; every process is listed with its verification', async () => {
@@ -241,6 +253,23 @@ for (const engine of ENGINES) {
         assert.equal(response.status, 200, response.body)
       })
 
+      test('the sandbox test numbers are valid and verify for any number of users', async () => {
+        const first = await newUser()
+        const second = await newUser()
+        for (const userId of [first, second]) {
+          const phone = await ok('phone', 'phone', userId, { input: { phone: '+447700900123', country: 'GB' }, output: { verifiedAt: PAST } })
+          assert.deepEqual({ status: phone.status, input: phone.input }, { status: 'ok', input: { phone: '+447700900123', country: 'GB' } })
+        }
+        // Registered first, verified later; the ranges of the United States and France too.
+        const third = await newUser()
+        await ok('phone', 'phone', third, { input: { phone: '+33639981234', country: 'FR' } })
+        assert.equal((await ok('phone', 'phone', third, { output: { verifiedAt: PAST } })).status, 'ok')
+        assert.equal((await ok('phone', 'phone', await newUser(), { input: { phone: '+12015550123', country: 'US' }, output: { verifiedAt: PAST } })).status, 'ok')
+        // A test number of another country, or next to the range, is checked as any number.
+        assertRefused(await patch('phone', await newUser(), { input: { phone: '+447700900123', country: 'FR' } }), 409, 'phone_invalid')
+        assertRefused(await patch('phone', await newUser(), { input: { phone: '+447700901123', country: 'GB' } }), 409, 'phone_invalid')
+      })
+
       test('two users verifying the same number at once: exactly one wins', async () => {
         const number = uniqueMobile()
         const users = await Promise.all([newUser(), newUser(), newUser()])
@@ -330,17 +359,19 @@ for (const engine of ENGINES) {
         await answer(userId, { investor: { type: 'restricted_investor' } })
         const rejected = await answer(userId, { 'investor-profile': { ...RESTRICTED_OK, 'invest-less-than-10-percent': 'no', 'invest-percentage': undefined } })
         assert.equal(rejected.status, 200, rejected.body)
-        const failed = rejected.json<{ selfCategorizationStatement: Process }>().selfCategorizationStatement
-        assert.equal(failed.status, 'failed')
-        assert.deepEqual(failed.output, { result: 'rejected', attempts: { used: 1, maximum: 30 }, verifiedAt: failed.output!.verifiedAt })
-        assert.deepEqual(Object.keys(failed.hint!.schema.properties as Json), ['investor', 'investor-profile'], 'a new attempt starts from the whole form')
+        // As the reference shows it: still pending (attempts remain), the rejection in the output, no answers kept.
+        const again = rejected.json<{ selfCategorizationStatement: Process }>().selfCategorizationStatement
+        assert.equal(again.status, 'pending')
+        assert.equal(again.input, undefined)
+        assert.deepEqual(again.output, { result: 'rejected', attempts: { used: 1, maximum: 30 }, verifiedAt: again.output!.verifiedAt })
+        assert.deepEqual(Object.keys(again.hint!.schema.properties as Json), ['investor', 'investor-profile'], 'a new attempt starts from the whole form')
 
-        const retry = await answer(userId, { 'investor-profile': RESTRICTED_OK })
-        assert.equal(retry.json<{ selfCategorizationStatement: Process }>().selfCategorizationStatement.status, 'pending')
+        const retry = (await answer(userId, { 'investor-profile': RESTRICTED_OK })).json<{ selfCategorizationStatement: Process }>().selfCategorizationStatement
+        assert.deepEqual({ status: retry.status, output: retry.output }, { status: 'pending', output: again.output }, 'the last outcome stays on view while the next attempt is answered')
         const approved = (await answer(userId, { investor: { type: 'high_net_worth_investor' } })).json<{ selfCategorizationStatement: Process }>().selfCategorizationStatement
         assert.equal(approved.status, 'ok')
         assert.deepEqual(approved.output!.attempts, { used: 2, maximum: 30 })
-        assert.deepEqual(await statusEvents(userId, 'self-categorization-statement'), ['failed', 'pending', 'ok'])
+        assert.deepEqual(await statusEvents(userId, 'self-categorization-statement'), ['ok'], 'a rejection that leaves attempts changes no status')
       })
 
       test('invalid answers, a second category at once or another form version are 400 and change nothing', async () => {
@@ -378,7 +409,7 @@ for (const engine of ENGINES) {
 
       test('residents of GB must give it; residents elsewhere are exempt and updates are refused', async () => {
         const british = await newUser()
-        const french = await newUser({ primaryCitizenship: 'FR', address: { country: 'FR' } })
+        const french = await newUser({ primaryCitizenship: 'FR', address: { country: 'FR' }, termsOfService: 'general-lt-fcs' })
         assert.equal((await overview(british)).processes.selfCategorizationStatement!.status, 'pending')
         const exempt = (await overview(french, '?detailed=selfCategorizationStatement')).processes.selfCategorizationStatement!
         assert.equal(exempt.status, 'exempt')
@@ -430,6 +461,99 @@ for (const engine of ENGINES) {
         assertRefused(await patch('address', userId, { input: { address: { country: 'FR' } } }), 400, 'request_invalid')
         assert.deepEqual(await events(userId), [])
       })
+
+      test('citizenshipCountry is the former name of primaryCitizenship; both given must agree', async () => {
+        const userId = await newUser()
+        const profile = await ok('profile', 'profile', userId, { input: { citizenshipCountry: 'FR' } })
+        assert.equal(profile.input!.primaryCitizenship, 'FR')
+        const rules = (profile.verification as unknown as { rules: Record<string, unknown> }).rules
+        assert.deepEqual(rules.citizenshipCountry, rules.primaryCitizenship)
+        const user = (await suite.ctx.request({ method: 'GET', url: '/core/users/me', headers: bearer(suite.token, userId) })).json<{ user: Json }>().user
+        assert.deepEqual({ primaryCitizenship: user.primaryCitizenship, citizenshipCountry: user.citizenshipCountry }, { primaryCitizenship: 'FR', citizenshipCountry: 'FR' })
+        assert.equal((await ok('profile', 'profile', userId, { input: { citizenshipCountry: 'GB', primaryCitizenship: 'GB' } })).input!.primaryCitizenship, 'GB')
+        const disagree = await patch('profile', userId, { input: { citizenshipCountry: 'FR', primaryCitizenship: 'GB' } })
+        assertRefused(disagree, 400, 'request_invalid')
+        assert.deepEqual(disagree.json<{ details: { violations: unknown[] } }>().details.violations, [{ property: 'input.citizenshipCountry', rule: 'const', ruleParams: { allowedValue: 'GB' } }])
+        const unsupported = await patch('profile', userId, { input: { citizenshipCountry: 'ZZ' } })
+        assertRefused(unsupported, 409, 'country_not_supported')
+        assert.deepEqual(unsupported.json<{ details: Json }>().details, { context: 'body', property: 'input.citizenshipCountry' })
+        assert.equal((await overview(userId)).processes.profile!.input!.primaryCitizenship, 'GB')
+      })
+
+      test('the deprecated profile form: a hint while pending, answered with details alone, validated as the hint says', async () => {
+        const userId = await newUser()
+        assert.equal((await overview(userId)).processes.profile!.hint, undefined, 'hints only when asked for')
+        const french = await suite.ctx.request({ method: 'GET', url: '/core/kyc?detailed=profile', headers: { ...bearer(suite.token, userId), 'accept-language': 'fr' } })
+        const hint = french.json<Overview>().processes.profile!.hint!
+        assert.equal(hint.type, 'form')
+        assert.match(hint.formId, /^[0-9a-f-]{36}$/)
+        assert.deepEqual(hint.uiSchema.elements.map((e) => e.label), ['Informations personnelles', 'Adresse de résidence'])
+        assert.deepEqual(hint.schema.required, ['fullName', 'birthdate', 'address'], 'what the profile still lacks')
+        assert.deepEqual((hint.schema.properties as { address: { required: string[] } }).address.required, ['city', 'line1', 'postalCode'])
+        assert.equal((hint.schema.properties as Json).subdivision, undefined)
+
+        const details = { fullName: 'Jane Roe', birthdate: '1990-05-17', address: { city: 'Manchester', line1: '2 High Street', postalCode: 'M4 1AA' } }
+        const client = createAjv()
+        assert.equal(client.validate(hint.schema, details), true)
+        assert.equal(client.validate(hint.schema, { fullName: 'Jane Roe' }), false)
+        const partial = await patch('profile', userId, { input: { details: { fullName: 'Jane Roe' } } })
+        assertRefused(partial, 400, 'request_invalid')
+        assert.ok(partial.json<{ details: { violations: { property: string; rule: string }[] } }>().details.violations.some((v) => v.property === 'input.details.birthdate' && v.rule === 'required'))
+        const alone = await patch('profile', userId, { input: { details, fullName: 'Jane Roe' } })
+        assertRefused(alone, 400, 'request_invalid')
+        const underage = await patch('profile', userId, { input: { details: { ...details, birthdate: new Date().toISOString().slice(0, 10) } } })
+        assertRefused(underage, 409, 'date_invalid')
+        assert.equal(underage.json<{ details: Json }>().details.property, 'input.details.birthdate')
+        assert.equal((await overview(userId)).processes.profile!.status, 'pending', 'refused answers change nothing')
+
+        const answered = await patch('profile', userId, { input: { details } }, { 'accept-language': 'fr' })
+        assert.equal(answered.status, 200, answered.body)
+        const profile = answered.json<{ profile: Process }>().profile
+        assert.equal(profile.status, 'ok')
+        assert.equal(profile.hint, undefined, 'no hint once complete')
+        assert.deepEqual(profile.input, { fullName: 'Jane Roe', birthdate: '1990-05-17', primaryCitizenship: 'GB', address: { country: 'GB', subdivision: 'GB-MAN', ...details.address } })
+        assert.equal(answered.headers['content-language'], 'fr')
+        assert.deepEqual(await statusEvents(userId, 'profile'), ['ok'])
+      })
+
+      test('the region of residence changes only on a partner-verified proof of address; otherwise the profile ignores it, with a warning', async () => {
+        const userId = await newUser(COMPLETE_PROFILE)
+        const overviewRules = async () => ((await overview(userId)).processes.profile!.verification as unknown as { rules: { address: { rules: Json } } }).rules.address.rules
+        assert.deepEqual((await overviewRules()).subdivision, { presence: 'optional', editable: false })
+        const updated = await patch('profile', userId, { input: { fullName: 'John Q Doe', address: { subdivision: 'GB-LND', city: 'London' } } })
+        assert.equal(updated.status, 200, updated.body)
+        const { profile, warnings } = updated.json<{ profile: Process; warnings: Json }>()
+        assert.deepEqual(warnings, {
+          input: [
+            {
+              code: 'verification_rule_violated',
+              message: "Field 'input.address.subdivision' was ignored as it is not editable",
+              details: { property: 'input.address.subdivision', rule: 'editable' },
+            },
+          ],
+        })
+        assert.deepEqual({ name: profile.input!.fullName, address: profile.input!.address }, { name: 'John Q Doe', address: { ...COMPLETE_PROFILE.address, city: 'London' } })
+        const same = (await patch('profile', userId, { input: { address: { subdivision: 'GB-MAN' } } })).json<Json>()
+        assert.equal(same.warnings, undefined, 'the region it already has changes nothing')
+
+        const refused = await patch('address', userId, { input: { address: { subdivision: 'GB-LND' } } })
+        assertRefused(refused, 409, 'operation_not_allowed', 'subdivision-update-non-authoritative-proof-of-address')
+        assert.equal(refused.json().message, "Partner-verified 'proof-of-address' is required to update subdivision")
+
+        const fileId = await uploadedFile(suite.ctx, suite.token, userId, { category: 'document', contentType: 'application/pdf' })
+        const person = { givenName: 'John', familyName: 'Doe', address: { ...COMPLETE_PROFILE.address, city: 'London', subdivision: 'GB-LND' } }
+        await ok('proof-of-address', 'proofOfAddress', userId, { type: 'document-submission', input: { media: [{ context: 'address-proof', fileId }] }, output: { provider: 'sumsub', person, verifiedAt: PAST } })
+        assert.deepEqual((await overviewRules()).subdivision, { presence: 'optional', editable: true })
+        const moved = await ok('address', 'address', userId, { input: { address: { subdivision: 'GB-LND' } } })
+        assert.equal((moved.input!.address as Json).subdivision, 'GB-LND')
+
+        // In the United States the state of residence is set once.
+        const american = await newUser({ primaryCitizenship: 'US', address: { country: 'US', subdivision: 'US-CA' }, termsOfService: 'general-us-hq' })
+        assertRefused(await patch('address', american, { input: { address: { subdivision: 'US-NY' } } }), 409, 'operation_not_allowed', 'subdivision-update-restricted-by-residence-country')
+        // A region not yet declared may be.
+        const undeclared = await newUser({ address: { country: 'GB' } })
+        assert.equal(((await ok('address', 'address', undeclared, { input: { address: { subdivision: 'GB-LND' } } })).input!.address as Json).subdivision, 'GB-LND')
+      })
     })
 
     describe('identity and proof of address (service-verified through the sandbox provider)', () => {
@@ -472,6 +596,48 @@ for (const engine of ENGINES) {
         const rejectedFile = await uploadedFile(suite.ctx, suite.token, rejected)
         const failed = await ok('identity', 'identity', rejected, { type: 'document-submission', input: { media: [{ context: 'photo-document-front', fileId: rejectedFile }] } })
         assert.deepEqual({ status: failed.status, reason: failed.output!.reason }, { status: 'failed', reason: 'provider-verification-rejected' })
+        // What the document shows comes with the rejection (the reference's output always has it).
+        assert.equal((failed.output!.document as Json).type, 'passport')
+        assert.deepEqual(failed.output!.person, { givenName: 'John', familyName: 'Rejected', birthdate: '1987-01-01', address: COMPLETE_PROFILE.address })
+      })
+
+      test('an identity document that shows the declared address proves it: proof of address from identity', async () => {
+        const userId = await newUser(COMPLETE_PROFILE)
+        const fileId = await uploadedFile(suite.ctx, suite.token, userId)
+        const output = {
+          provider: 'veriff',
+          document: { type: 'driving-license', number: 'DOE99801017JD9AB', country: 'GB' },
+          person: { givenName: 'John', familyName: 'Doe', birthdate: '1987-01-01', address: { ...COMPLETE_PROFILE.address, line1: '1  high street', postalCode: 'm41aa' } },
+          verifiedAt: PAST,
+        }
+        await ok('identity', 'identity', userId, { type: 'document-submission', input: { media: [{ context: 'photo-document-front', fileId }] }, output })
+        const poa = (await overview(userId)).processes.proofOfAddress!
+        assert.deepEqual(
+          { status: poa.status, type: poa.type, verification: poa.verification, input: poa.input, output: poa.output },
+          {
+            status: 'ok',
+            type: 'from-identity',
+            verification: { model: 'partner-verified', method: 'automatic', triggers: ['identity'], dependencies: ['phone', 'profile'], submittable: false },
+            input: undefined,
+            output: { provider: 'veriff', person: { givenName: 'John', familyName: 'Doe', address: output.person.address }, verifiedAt: PAST },
+          },
+        )
+        assert.deepEqual(await statusEvents(userId, 'proof-of-address'), ['ok'])
+        assertRefused(await patch('proof-of-address', userId, { type: 'electronic-verification', input: { data: { givenName: 'John', familyName: 'Doe', address: COMPLETE_PROFILE.address } } }), 409, 'operation_not_allowed', 'kyc-process-update-not-allowed')
+
+        // Another address, none on the document, or a passport (which shows no address): still to be given.
+        const passport = { type: 'passport', number: '7700225VH', country: 'GB' }
+        for (const [person, document] of [
+          [{ ...output.person, address: { ...COMPLETE_PROFILE.address, line1: '9 Other Road' } }, output.document],
+          [{ givenName: 'John', familyName: 'Doe', birthdate: '1987-01-01' }, output.document],
+          [output.person, passport],
+        ] as const) {
+          const other = await newUser(COMPLETE_PROFILE)
+          const file = await uploadedFile(suite.ctx, suite.token, other)
+          await ok('identity', 'identity', other, { type: 'document-submission', input: { media: [{ context: 'photo-document-front', fileId: file }] }, output: { ...output, document, person } })
+          const pending = (await overview(other)).processes.proofOfAddress!
+          assert.deepEqual({ status: pending.status, type: pending.type }, { status: 'pending', type: 'none' })
+        }
       })
 
       test('files must be uploaded, by the same user; the declared profile must be complete', async () => {
@@ -605,12 +771,41 @@ for (const engine of ENGINES) {
           { 'complexity-acknowledgement': { 'product-mechanics': 'complex_and_risky' } },
         ]
         let last: Process | undefined
-        for (let attempt = 1; attempt <= 5; attempt++) {
+        for (let attempt = 1; attempt <= 4; attempt++) {
           for (const a of answers(false)) last = await ok('crypto-risk-assessment', 'cryptoRiskAssessment', userId, { input: { answers: a } })
-          assert.deepEqual({ status: last!.status, output: { ...last!.output, verifiedAt: undefined } }, { status: 'failed', output: { result: 'rejected', attempts: { used: attempt, maximum: 5 }, verifiedAt: undefined } })
+          // Rejected with attempts left: pending again, and the next attempt waits 24 hours (`attempts.retryAt`).
+          const { retryAt, ...attempts } = last!.output!.attempts as { retryAt: string }
+          assert.deepEqual({ status: last!.status, result: last!.output!.result, attempts }, { status: 'pending', result: 'rejected', attempts: { used: attempt, maximum: 5 } })
+          assert.equal(Date.parse(retryAt), Date.parse(String(last!.output!.verifiedAt)) + 24 * 3_600_000)
+          const early = await patch('crypto-risk-assessment', userId, { input: { answers: answers(true)[0] } })
+          assertRefused(early, 409, 'operation_not_allowed', 'kyc-process-update-not-allowed')
+          assert.equal(early.json<{ details: { retryAt: string } }>().details.retryAt, retryAt)
+          await pastRetryWait(userId)
         }
+        for (const a of answers(false)) last = await ok('crypto-risk-assessment', 'cryptoRiskAssessment', userId, { input: { answers: a } })
+        // The last attempt rejected: failed for good, and the user is offboarded within 30 days.
+        const output = last!.output as { result: string; attempts: Json; offboard: { endsAt: string }; verifiedAt: string }
+        assert.deepEqual({ status: last!.status, result: output.result, attempts: output.attempts }, { status: 'failed', result: 'rejected', attempts: { used: 5, maximum: 5 } })
+        assert.deepEqual(output.offboard, { endsAt: new Date(Date.parse(output.verifiedAt) + 30 * 86_400_000).toISOString() })
+        assert.deepEqual(await statusEvents(userId, 'crypto-risk-assessment'), ['failed'])
         assertRefused(await patch('crypto-risk-assessment', userId, { input: { answers: answers(true)[0] } }), 409, 'operation_not_allowed', 'kyc-process-update-not-allowed')
         assert.deepEqual((await overview(userId)).summary, { status: 'blocked', reason: 'crypto-risk-assessment-failed' })
+        // Once its period is over, the offboarding is complete.
+        await rewriteOutput(userId, 'crypto-risk-assessment', (o) => ({ ...o, offboard: { endsAt: PAST } }))
+        assert.deepEqual((await overview(userId)).processes.cryptoRiskAssessment!.output!.offboard, { endsAt: PAST, completedAt: PAST })
+      })
+
+      test('a self-categorization statement rejected on its last attempt fails and offboards the user', async () => {
+        const userId = await newUser()
+        await ok('self-categorization-statement', 'selfCategorizationStatement', userId, { input: { answers: { investor: { type: 'restricted_investor' } } } })
+        await rewriteState(userId, 'self-categorization-statement', { answered: ['investor'], attemptsUsed: 29 })
+        const last = await ok('self-categorization-statement', 'selfCategorizationStatement', userId, {
+          input: { answers: { 'investor-profile': { ...RESTRICTED_OK, 'invested-percentage': '50' } } },
+        })
+        const output = last.output as { attempts: Json; offboard: { endsAt: string }; verifiedAt: string }
+        assert.deepEqual({ status: last.status, attempts: output.attempts }, { status: 'failed', attempts: { used: 30, maximum: 30 } })
+        assert.equal(Date.parse(output.offboard.endsAt), Date.parse(output.verifiedAt) + 30 * 86_400_000)
+        assert.deepEqual((await overview(userId)).summary, { status: 'blocked', reason: 'self-categorization-statement-failed' })
       })
 
       test('tax details are approved once complete', async () => {
@@ -682,9 +877,9 @@ for (const engine of ENGINES) {
       })
 
       test('a user living where residents may not be served is restricted', async () => {
-        const userId = await newUser({ primaryCitizenship: 'UA', address: { country: 'UA', subdivision: 'UA-09' } })
+        const userId = await newUser({ primaryCitizenship: 'UA', address: { country: 'UA', subdivision: 'UA-09' }, termsOfService: 'general-bs-scb' })
         assert.deepEqual((await overview(userId)).summary, { status: 'restricted', reason: 'residence-country-restricted' })
-        const elsewhere = await newUser({ primaryCitizenship: 'UA', address: { country: 'UA', subdivision: 'UA-30' } })
+        const elsewhere = await newUser({ primaryCitizenship: 'UA', address: { country: 'UA', subdivision: 'UA-30' }, termsOfService: 'general-bs-scb' })
         assert.deepEqual((await overview(elsewhere)).summary, { status: 'pending', reason: 'none' })
         assertRefused(await patch('phone', elsewhere, { input: { phone: '+5352345678', country: 'CU' } }), 409, 'country_not_supported')
       })

@@ -391,7 +391,7 @@ if (TEST_DATABASE_URL) {
 
     /** A ledger over its own large pool on the suite's schema: movements really run in parallel. */
     async function parallelLedger(poolSize = 50) {
-      const database = await openDatabase({ ...suite.ctx.config, databaseUrl: TEST_DATABASE_URL!, databasePoolSize: poolSize, searchPath: suite.ctx.database.schema! })
+      const database = await openDatabase({ ...suite.ctx.config, databaseUrl: suite.ctx.database.url!, databaseDirectUrl: suite.ctx.database.directUrl!, databasePoolSize: poolSize })
       return { ledger: new LedgerService({ db: database.db, assets: { decimalsOf: (code) => DECIMALS[code] } }), close: () => database.close() }
     }
 

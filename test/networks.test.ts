@@ -5,7 +5,7 @@ import path from 'node:path'
 import { describe, test } from 'node:test'
 import { bearer, ENGINES, startApp, testConfig, useApp } from './helpers.ts'
 import { buildApp } from '../src/app.ts'
-import { openDatabase } from '../src/db/database.ts'
+import { migrateToLatest, openDatabase } from '../src/db/database.ts'
 import { loadOrCreateSecrets } from '../src/lib/data-dir.ts'
 
 const shipped = JSON.parse(fs.readFileSync(path.resolve(import.meta.dirname, '../reference-data/networks.json'), 'utf8')) as {
@@ -90,6 +90,7 @@ describe('networks in production and from operator files', () => {
   test('production shows and accepts main-chain addresses', async () => {
     const config = testConfig({ TESSERA_ENV: 'production', TOKEN_SIGNING_KEY: loadOrCreateSecrets(null, testConfig()).tokenSigningKey, SEALING_KEY: Buffer.alloc(32, 1).toString('base64'), PRICE_FEED: 'simulated' })
     const database = await openDatabase({ ...config, databaseUrl: null, dataDir: null })
+    await migrateToLatest(database)
     const { services, app } = await buildApp({ config, database, secrets: loadOrCreateSecrets(null, config) })
     try {
       assert.match(String((services.networks.get('bitcoin') as { exampleAddress: string }).exampleAddress), /^bc1/)

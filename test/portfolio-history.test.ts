@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import BigNumber from 'bignumber.js'
 import { buildApp } from '../src/app.ts'
-import { openDatabase } from '../src/db/database.ts'
+import { migrateToLatest, openDatabase } from '../src/db/database.ts'
 import { loadOrCreateSecrets } from '../src/lib/data-dir.ts'
 import { bearer, ENGINES, testConfig, useApp, type TestContext } from './helpers.ts'
 import { assertError, fund, openAccount, verifiedUser, type Transaction } from './money.ts'
@@ -282,6 +282,7 @@ describe('sandbox portfolio history in production', () => {
   test('the test helper does not exist', async () => {
     const config = testConfig({ TESSERA_ENV: 'production', TOKEN_SIGNING_KEY: loadOrCreateSecrets(null, testConfig()).tokenSigningKey, SEALING_KEY: Buffer.alloc(32, 3).toString('base64'), PRICE_FEED: 'simulated' })
     const database = await openDatabase({ ...config, databaseUrl: null, dataDir: null })
+    await migrateToLatest(database)
     const { app, services } = await buildApp({ config, database, secrets: loadOrCreateSecrets(null, config) })
     try {
       assert.equal(services.portfolioHistory, null)

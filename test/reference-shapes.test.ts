@@ -16,7 +16,7 @@ import { randomBytes } from 'node:crypto'
 import { sql } from 'kysely'
 import { COOLDOWN_END_JOB } from '../src/modules/reference/index.ts'
 import { STATUS_CHANGE_JOB } from '../src/modules/external-accounts/index.ts'
-import { bearer, ENGINES, useApp, type TestResponse } from './helpers.ts'
+import { bearer, ENGINES, individualUser, uploadedFile, USER_IP, useApp, type TestResponse } from './helpers.ts'
 import { assertError, commit, fund, openAccount, quoted, verifiedUser } from './money.ts'
 
 const REFERENCE = path.resolve(import.meta.dirname, '../../shared/reference/core-openapi.json')
@@ -26,7 +26,8 @@ const available = fs.existsSync(REFERENCE) && fs.existsSync(WIDGETS_REFERENCE)
 type Json = Record<string, unknown>
 
 function referenceValidator(file = REFERENCE) {
-  const document = JSON.parse(fs.readFileSync(file, 'utf8')) as { components: { schemas: Record<string, Json>; responses: Record<string, { content: Record<string, { schema: Json }> }> } }
+  type Bodies = Record<string, { content: Record<string, { schema: Json }> }>
+  const document = JSON.parse(fs.readFileSync(file, 'utf8')) as { components: { schemas: Record<string, Json>; responses: Bodies; requestBodies?: Bodies } }
   // The specification's crypto external accounts, on top of the reference's shape.
   const schemas = structuredClone(document.components.schemas)
   const account = schemas['external-account'] as { properties: { type: { enum: string[] }; details: { oneOf: Json[] } } } | undefined
@@ -34,7 +35,7 @@ function referenceValidator(file = REFERENCE) {
   account?.properties.details.oneOf.push({ type: 'object', properties: { address: { type: 'string' }, reference: { type: 'string' } }, required: ['address'] })
   const ajv = new Ajv2020({ strict: false, allErrors: true })
   addFormats.default(ajv)
-  ajv.addSchema({ $id: 'reference.json', components: { schemas, responses: document.components.responses } })
+  ajv.addSchema({ $id: 'reference.json', components: { schemas, responses: document.components.responses, requestBodies: document.components.requestBodies ?? {} } })
   const rewrite = (schema: Json) => JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"reference.json#/components/')) as Json
   const check = (label: string, schema: Json, value: unknown) => {
     const validate = ajv.compile(rewrite(schema))
@@ -44,6 +45,10 @@ function referenceValidator(file = REFERENCE) {
     /** A response body against the reference's named response. */
     response(name: string, response: TestResponse) {
       check(name, document.components.responses[name]!.content['application/json']!.schema, response.json())
+    },
+    /** A request body we send (and accept) against the reference's named request body: what its clients send. */
+    request(name: string, value: unknown) {
+      check(name, document.components.requestBodies![name]!.content['application/json']!.schema, value)
     },
     /** A value against one of the reference's schemas. */
     schema(name: string, value: unknown) {
@@ -374,6 +379,131 @@ for (const engine of ENGINES) {
       assert.equal(events.filter((event) => event.type === 'core.assets.cooldown-ended').length, 1)
       // The validator refuses what the reference does not allow.
       assert.throws(() => reference.schema('assets-cooldown-webhook-event', { ...envelope(events.at(-1)!), data: { userId: briton, assets: ['BTC'], cooldown: { rule: 'other', features: ['buy'], endsAt: endsAt.toISOString() } } }), /does not match/)
+    })
+
+    test('KYC processes: the profile\'s deprecated inputs, hint and warnings, proof of address from identity, form attempts and offboarding', async () => {
+      const reference = referenceValidator()
+      const ctx = suite.ctx
+      const db = ctx.database.db
+      const address = { country: 'GB', subdivision: 'GB-MAN', city: 'Manchester', line1: '1 High Street', postalCode: 'M4 1AA' }
+      const newUser = async (overrides: Json = {}) => (await ctx.createUser(suite.token, individualUser(overrides))).id
+      const patch = async (name: string, process: string, userId: string, payload: Json, status = 200) => {
+        reference.request(`update-kyc-${process}-request-body`, payload)
+        const response = await ctx.request({ method: 'PATCH', url: `/core/kyc/processes/${process}`, headers: bearer(suite.token, userId), payload })
+        assert.equal(response.status, status, response.body)
+        reference.response(name, response)
+        return response
+      }
+      const overview = async (userId: string, detailed = '') => {
+        const response = await ctx.request({ method: 'GET', url: `/core/kyc${detailed}`, headers: bearer(suite.token, userId) })
+        assert.equal(response.status, 200, response.body)
+        reference.response('get-kyc-overview-response', response)
+        return response.json<{ processes: Record<string, { status: string; type?: string; output?: Json }> }>().processes
+      }
+      const past = '2024-01-01T00:00:00.000Z'
+
+      // The profile: its hint while pending, the deprecated inputs, the warnings of a field the rules keep.
+      const newcomer = await newUser()
+      await overview(newcomer, '?detailed=profile,selfCategorizationStatement,cryptoRiskAssessment,customerDueDiligence,taxDetails')
+      await patch('update-kyc-profile-response', 'profile', newcomer, { input: { citizenshipCountry: 'GB' } })
+      await patch('bad-request', 'profile', newcomer, { input: { details: { fullName: 'John Doe' } } }, 400)
+      await patch('update-kyc-profile-response', 'profile', newcomer, { input: { details: { fullName: 'John Doe', birthdate: '1987-01-01', address: { city: 'Manchester', line1: '1 High Street', postalCode: 'M4 1AA' } } } })
+      const warned = await patch('update-kyc-profile-response', 'profile', newcomer, { input: { address: { subdivision: 'GB-LND' } } })
+      assert.equal(warned.json<{ warnings: { input: { code: string }[] } }>().warnings.input[0]!.code, 'verification_rule_violated')
+      await patch('update-kyc-address-conflict-response', 'address', newcomer, { input: { address: { subdivision: 'GB-LND' } } }, 409)
+      await patch('update-kyc-phone-response', 'phone', newcomer, { input: { phone: '+447700900001', country: 'GB' }, output: { verifiedAt: past } })
+
+      // Identity: a rejected document still shows what it read; a partner-verified one showing the address proves it.
+      const rejected = await newUser({ fullName: 'John Rejected', birthdate: '1987-01-01', address })
+      const rejectedFile = await uploadedFile(ctx, suite.token, rejected)
+      const failed = await patch('update-kyc-identity-response', 'identity', rejected, { type: 'document-submission', input: { media: [{ context: 'photo-document-front', fileId: rejectedFile }] } })
+      assert.equal(failed.json<{ identity: { status: string } }>().identity.status, 'failed')
+      const derived = await newUser({ fullName: 'John Doe', birthdate: '1987-01-01', address })
+      const fileId = await uploadedFile(ctx, suite.token, derived)
+      await patch('update-kyc-identity-response', 'identity', derived, {
+        type: 'document-submission',
+        input: { media: [{ context: 'photo-document-front', fileId }] },
+        output: { provider: 'veriff', document: { type: 'driving-license', number: 'DOE99801017JD9AB', country: 'GB' }, person: { givenName: 'John', familyName: 'Doe', birthdate: '1987-01-01', address }, verifiedAt: past },
+      })
+      const proof = (await overview(derived)).proofOfAddress!
+      assert.deepEqual([proof.status, proof.type], ['ok', 'from-identity'])
+      reference.schema('kyc-proof-of-address', proof)
+
+      // Forms: a rejection with attempts left (and the wait before the next), a last rejection that offboards.
+      const assessed = await newUser()
+      const wrong = [
+        { 'loss-tolerance': { 'acceptable-loss': 'no_loss' } },
+        { 'volatility-understanding': { 'expected-price-behaviour': 'highly_volatile' } },
+        { 'regulatory-protection': { 'compensation-coverage': 'no_coverage' } },
+        { 'complexity-acknowledgement': { 'product-mechanics': 'complex_and_risky' } },
+      ]
+      let last: TestResponse | undefined
+      for (const answers of wrong) last = await patch('update-kyc-crypto-risk-assessment-response', 'crypto-risk-assessment', assessed, { input: { answers } })
+      const retry = last!.json<{ cryptoRiskAssessment: { status: string; output: { attempts: { retryAt?: string } } } }>().cryptoRiskAssessment
+      assert.equal(retry.status, 'pending')
+      assert.ok(retry.output.attempts.retryAt)
+      await patch('update-kyc-crypto-risk-assessment-conflict-response', 'crypto-risk-assessment', assessed, { input: { answers: wrong[0]! } }, 409)
+      await db.updateTable('kyc_processes').set({ state: JSON.stringify({ answered: [], attemptsUsed: 4 }), output: null }).where('user_id', '=', assessed).where('code', '=', 'crypto-risk-assessment').execute()
+      for (const answers of wrong) last = await patch('update-kyc-crypto-risk-assessment-response', 'crypto-risk-assessment', assessed, { input: { answers } })
+      const offboarded = last!.json<{ cryptoRiskAssessment: { status: string; output: { offboard?: Json } } }>().cryptoRiskAssessment
+      assert.deepEqual([offboarded.status, Object.keys(offboarded.output.offboard ?? {})], ['failed', ['endsAt']])
+      await patch('update-kyc-self-categorization-statement-response', 'self-categorization-statement', assessed, { input: { answers: { investor: { type: 'restricted_investor' } } } })
+      await db.updateTable('kyc_processes').set({ state: JSON.stringify({ answered: ['investor'], attemptsUsed: 29 }) }).where('user_id', '=', assessed).where('code', '=', 'self-categorization-statement').execute()
+      const profile = { 'invested-less-than-10-percent': 'no', 'invest-less-than-10-percent': 'yes', 'invest-percentage': '5', 'investor-type-confirmation': true }
+      await patch('update-kyc-self-categorization-statement-response', 'self-categorization-statement', assessed, { input: { answers: { 'investor-profile': profile } } })
+      await db.updateTable('kyc_processes').set({ output: sql`jsonb_set(output, '{offboard,endsAt}', to_jsonb(${past}::text))` }).where('user_id', '=', assessed).where('code', 'in', ['crypto-risk-assessment', 'self-categorization-statement']).execute()
+      const done = await overview(assessed)
+      assert.equal((done.cryptoRiskAssessment!.output!.offboard as Json).completedAt, past)
+      assert.equal(done.selfCategorizationStatement!.status, 'failed')
+    })
+
+    test('users: general terms of another residence are the reference\'s terms_of_service_mismatch', async () => {
+      const reference = referenceValidator()
+      const body = individualUser({ termsOfService: 'general-us-hq' })
+      reference.request('create-user-request-body', body)
+      const response = await suite.ctx.request({ method: 'POST', url: '/core/users', headers: { ...bearer(suite.token), 'x-service-user-ip': USER_IP }, payload: body })
+      assertError(response, 409, 'terms_of_service_mismatch')
+      reference.response('create-user-conflict-response', response)
+    })
+
+    test('sandbox deposits: the bank deposit answer of every network, with its remitter, and the crypto one', async () => {
+      const reference = referenceValidator()
+      const ctx = suite.ctx
+      const userId = (await ctx.createUser(suite.token, individualUser({ fullName: 'John Doe' }))).id
+      const headers = bearer(suite.token, userId)
+      const method = async (asset: string, type: string, network: string) => {
+        const opened = await ctx.request({ method: 'POST', url: '/core/accounts', headers, payload: { label: `${asset} ${network}`, asset } })
+        assert.equal(opened.status, 201, opened.body)
+        const accountId = opened.json<{ account: { id: string } }>().account.id
+        const response = await ctx.request({ method: 'PUT', url: `/core/accounts/${accountId}/deposit-method?type=${type}&asset=${asset}&network=${network}`, headers })
+        assert.equal(response.status, 201, response.body)
+        return response.json<{ depositMethod: { details: Record<string, string> } }>().depositMethod.details
+      }
+      const simulate = async (kind: 'bank' | 'crypto', payload: Json) => {
+        reference.request(`simulate-${kind}-deposit-request-body`, payload)
+        const response = await ctx.request({ method: 'POST', url: `/core/accounts/test-helpers/${kind}-deposits`, headers, payload })
+        assert.equal(response.status, 202, response.body)
+        reference.response(`simulate-${kind}-deposit-response`, response)
+        return response.json<{ bankDeposit: { remitter?: Json } }>()
+      }
+      const sepa = await method('EUR', 'bank', 'sepa')
+      const fps = await method('GBP', 'bank', 'fps')
+      const us = await method('USD', 'bank', 'ach')
+      const bodies: Json[] = [
+        { network: 'sepa', iban: sepa.iban!, asset: 'EUR', amount: '10', reference: sepa.reference! },
+        { network: 'sepa', iban: sepa.iban!, asset: 'EUR', amount: '10', remitter: { name: 'Jane Payer', bic: 'COBADEFFXXX' } },
+        { network: 'fps', sortCode: fps.sortCode!, accountNumber: fps.accountNumber!, asset: 'GBP', amount: '10' },
+        { network: 'ach', accountNumber: us.accountNumber!, routingNumber: us.routingNumber!, amount: '10', remitter: { secCode: 'PPD' } },
+        { network: 'fednow', accountNumber: us.accountNumber!, amount: '10' },
+        { network: 'rtp', accountNumber: us.accountNumber!, amount: '10' },
+        { network: 'wire', accountNumber: us.accountNumber!, amount: '10' },
+        { network: 'wire', accountNumber: us.accountNumber!, amount: '10', remitter: { name: 'Jane Payer', address1: '1 Main Street', idCode: 'X1' } },
+      ]
+      const names: unknown[] = []
+      for (const body of bodies) names.push((await simulate('bank', body)).bankDeposit.remitter?.name)
+      assert.deepEqual(names, ['John Doe', 'Jane Payer', 'John Doe', 'John Doe', 'John Doe', 'John Doe', 'John Doe', 'Jane Payer'])
+      const btc = await method('BTC', 'crypto', 'bitcoin')
+      await simulate('crypto', { network: 'bitcoin', address: btc.address!, asset: 'BTC', amount: '0.001', remitter: { addresses: ['tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx'] } })
     })
 
     test('portfolio: overview, performance (single, _mget, overall), historical balances and their errors', async () => {

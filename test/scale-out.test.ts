@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict'
+import { randomBytes, randomUUID } from 'node:crypto'
+import fs from 'node:fs'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import pg from 'pg'
-import { bearer, ENGINES, startApp, startPeer, TEST_DATABASE_URL, type TestContext } from './helpers.ts'
+import { ChangeFeed } from '../src/db/changes.ts'
+import { loadOrCreateSecrets } from '../src/lib/data-dir.ts'
+import { basicAuth, bearer, ENGINES, individualUser, startApp, startPeer, TEST_DATABASE_DIRECT_URL, TEST_DATABASE_URL, USER_IP, type TestContext, type TestDatabase } from './helpers.ts'
+import { cli, freePort, scratchDatabase, serve, type Server } from './processes.ts'
 
 /** Retries `check` until it passes or the time is up: notifications cross processes asynchronously. */
 async function eventually(check: () => Promise<void>, timeoutMs = 3000): Promise<void> {
@@ -61,14 +69,15 @@ describe('several processes on one PostgreSQL', { skip: !TEST_DATABASE_URL && 'n
     const user = await first.createUser(token)
     assert.equal((await second.request({ method: 'GET', url: '/core/users/me', headers: bearer(token, user.id) })).status, 200)
 
-    // Cut the LISTEN connections of this schema's processes (other suites share the cluster): any notification
-    // sent now is lost.
-    const channel = `tessera_changes_${first.database.schema}`
-    const admin = new pg.Client({ connectionString: TEST_DATABASE_URL })
+    // Cut the LISTEN connections of this database's processes (other suites share the cluster): any notification
+    // sent now is lost. They are direct connections (a session each), never PgBouncer's.
+    const listen = `LISTEN ${pg.escapeIdentifier(new ChangeFeed(first.database.schema).channel)}`
+    const datname = new URL(first.database.directUrl!).pathname.slice(1)
+    const admin = new pg.Client({ connectionString: TEST_DATABASE_DIRECT_URL })
     await admin.connect()
     try {
-      const listening = `select pid from pg_stat_activity where query = $1 and pid <> pg_backend_pid()`
-      const { rows } = await admin.query<{ pid: number }>(listening, [`LISTEN ${pg.escapeIdentifier(channel)}`])
+      const listening = `select pid from pg_stat_activity where datname = $1 and query = $2 and pid <> pg_backend_pid()`
+      const { rows } = await admin.query<{ pid: number }>(listening, [datname, listen])
       assert.equal(rows.length, 2, 'one listener per process')
       const pids = rows.map((row) => row.pid)
       await admin.query('select pg_terminate_backend(pid) from unnest($1::int[]) as pid', [pids])
@@ -89,12 +98,159 @@ describe('several processes on one PostgreSQL', { skip: !TEST_DATABASE_URL && 'n
 
       // The listeners come back on their own.
       await eventually(async () => {
-        const listeners = await admin.query<{ n: number }>(`select count(*)::int as n from pg_stat_activity where query = $1`, [`LISTEN ${pg.escapeIdentifier(channel)}`])
+        const listeners = await admin.query<{ n: number }>(`select count(*)::int as n from pg_stat_activity where datname = $1 and query = $2`, [datname, listen])
         assert.equal(listeners.rows[0]!.n, 2)
       }, 10_000)
     } finally {
       await admin.end()
     }
+  })
+})
+
+/**
+ * The deployment of docs/deployment.md on one machine: two `serve --role api` processes behind a (pretend) load
+ * balancer and two `serve --role worker` processes, all on one database — through PgBouncer in transaction mode
+ * in the run that has one (TEST_DATABASE_DIRECT_URL), their LISTEN and migrations on direct connections.
+ */
+describe('two API processes and two workers', { skip: !TEST_DATABASE_URL && 'needs TEST_DATABASE_URL' }, () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-scale-'))
+  const initial = { clientId: randomUUID(), clientSecret: randomBytes(24).toString('base64url') }
+  let database: TestDatabase
+  let env: Record<string, string>
+  const apis: { server: Server; baseUrl: string }[] = []
+  const workers: Server[] = []
+
+  before(async () => {
+    database = await scratchDatabase('scale')
+    // One deployment: the same keys everywhere, and the load balancer's URL as the token issuer.
+    const keys = loadOrCreateSecrets(null, { tokenSigningKey: null, sealingKey: null })
+    env = {
+      DATA_DIR: dataDir,
+      DATABASE_URL: database.url,
+      DATABASE_DIRECT_URL: database.directUrl,
+      DATABASE_POOL_SIZE: '4',
+      HOST: '127.0.0.1',
+      PUBLIC_URL: 'http://tessera.test',
+      LOG_LEVEL: 'silent',
+      TOKEN_SIGNING_KEY: keys.tokenSigningKey,
+      SEALING_KEY: keys.sealingKey,
+      INITIAL_CLIENT_ID: initial.clientId,
+      INITIAL_CLIENT_SECRET: initial.clientSecret,
+      RATE_LIMIT_PER_MINUTE: '0',
+      TOKEN_RATE_LIMIT_PER_MINUTE: '0',
+      WORKER_POLL_INTERVAL_MS: '50',
+      WORKER_CONCURRENCY: '2',
+    }
+    // All four at once on the empty database: they migrate it together, once.
+    const ports = await Promise.all([freePort(), freePort()])
+    const started = await Promise.allSettled([
+      ...ports.map((port) => serve({ ...env, PORT: String(port) }, 'api')),
+      serve(env, 'worker'),
+      serve(env, 'worker'),
+    ])
+    for (const [i, result] of started.entries()) {
+      if (result.status === 'rejected') continue
+      if (i < 2) apis.push({ server: result.value, baseUrl: `http://127.0.0.1:${ports[i]}` })
+      else workers.push(result.value)
+    }
+    const failed = started.find((result) => result.status === 'rejected')
+    if (failed) throw failed.reason
+  })
+
+  after(async () => {
+    for (const server of [...apis.map((api) => api.server), ...workers]) {
+      if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL')
+    }
+    await database?.drop()
+    fs.rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  async function token(baseUrl: string, client: { clientId: string; clientSecret: string }): Promise<string> {
+    const response = await fetch(`${baseUrl}/core/oauth2/token`, {
+      method: 'POST',
+      headers: { authorization: basicAuth(client), 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'grant_type=client_credentials',
+    })
+    assert.equal(response.status, 200)
+    return ((await response.json()) as { access_token: string }).access_token
+  }
+
+  async function createUser(baseUrl: string, accessToken: string): Promise<string> {
+    const response = await fetch(`${baseUrl}/core/users`, {
+      method: 'POST',
+      headers: { ...bearer(accessToken), 'content-type': 'application/json', 'x-service-user-ip': USER_IP },
+      body: JSON.stringify(individualUser()),
+    })
+    assert.equal(response.status, 201, await response.clone().text())
+    return ((await response.json()) as { user: { id: string } }).user.id
+  }
+
+  const me = (baseUrl: string, accessToken: string, userId: string) => fetch(`${baseUrl}/core/users/me`, { headers: bearer(accessToken, userId) })
+
+  test('the migrations ran once, whichever process took the lock', async () => {
+    const client = new pg.Client({ connectionString: database.directUrl })
+    await client.connect()
+    try {
+      const { rows } = await client.query<{ n: number; distinct: number }>('select count(*)::int as n, count(distinct name)::int as distinct from kysely_migration')
+      assert.ok(rows[0]!.n > 0)
+      assert.equal(rows[0]!.n, rows[0]!.distinct)
+    } finally {
+      await client.end()
+    }
+  })
+
+  test('a token of one API process works on the other; a client revoked through the CLI is refused by both at once', async () => {
+    const created = await cli(['clients', 'create', '--name', 'Scale-out', '--scopes', '*'], env)
+    assert.equal(created.code, 0, created.stderr)
+    const client = JSON.parse(created.stdout) as { clientId: string; clientSecret: string }
+    const [first, second] = apis.map((api) => api.baseUrl) as [string, string]
+    const accessToken = await token(first, client)
+    const userId = await createUser(second, accessToken)
+    // Both processes have now read (and cached) the client and the user.
+    for (let i = 0; i < 3; i++) for (const baseUrl of [first, second]) assert.equal((await me(baseUrl, accessToken, userId)).status, 200)
+
+    const revoked = await cli(['clients', 'revoke', client.clientId], env)
+    assert.equal(revoked.code, 0, revoked.stderr)
+    // Their caches drop the client on the notification the revocation sent, or they would serve it for a minute.
+    await eventually(async () => {
+      for (const baseUrl of [first, second]) {
+        const response = await me(baseUrl, accessToken, userId)
+        assert.equal(response.status, 401)
+        assert.equal(((await response.json()) as { code: string }).code, 'token_revoked')
+      }
+    })
+  })
+
+  test('SIGTERM: an API process finishes the request in flight and exits 0 while the other serves on; the workers exit 0', async () => {
+    const [stopping, staying] = apis as [(typeof apis)[number], (typeof apis)[number]]
+    const accessToken = await token(staying.baseUrl, initial)
+    const body = JSON.stringify(individualUser())
+    const socket = net.connect(Number(new URL(stopping.baseUrl).port), '127.0.0.1')
+    await new Promise((resolve) => socket.once('connect', resolve))
+    let received = ''
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString()))
+    const closed = new Promise((resolve) => socket.once('close', resolve))
+    // The headers and half the body now; the rest only after the process was told to stop.
+    socket.write(
+      `POST /core/users HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${accessToken}\r\nX-Service-User-Ip: ${USER_IP}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body.slice(0, 20)}`,
+    )
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    stopping.server.child.kill('SIGTERM')
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    socket.write(body.slice(20))
+    await closed
+    assert.match(received, /^HTTP\/1\.1 201 /)
+    assert.equal(await stopping.server.exited, 0)
+    await assert.rejects(fetch(`${stopping.baseUrl}/health/live`), 'the stopped process listens no more')
+
+    const userId = (JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4)) as { user: { id: string } }).user.id
+    assert.equal((await me(staying.baseUrl, accessToken, userId)).status, 200, 'the request in flight committed')
+
+    for (const worker of workers) worker.child.kill('SIGTERM')
+    assert.deepEqual(await Promise.all(workers.map((worker) => worker.exited)), [0, 0])
+    staying.server.child.kill('SIGTERM')
+    assert.equal(await staying.server.exited, 0)
   })
 })
 

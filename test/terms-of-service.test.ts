@@ -101,8 +101,33 @@ for (const engine of ENGINES) {
       const [row] = await acceptanceRows(user.id)
       assert.equal(row?.context.ip, USER_IP, 'the end-user context of the creation is kept')
 
-      const business = await suite.ctx.createUser(suite.token, businessUser({ termsOfService: 'general-us-hq' }))
+      const business = await suite.ctx.createUser(suite.token, businessUser({ country: 'US', subdivision: 'US-CA', termsOfService: 'general-us-hq' }))
       assert.deepEqual(await suite.ctx.services.termsOfService.acceptedTermsOfService(suite.ctx.client.organizationId, business.id), new Set(['general-us-hq']))
+    })
+
+    test('general terms must be those of the residence: the country\'s own, else those for everywhere (reference terms_of_service_mismatch)', async () => {
+      const create = (body: Record<string, unknown>) => suite.ctx.request({ method: 'POST', url: '/core/users', headers: { ...bearer(suite.token), 'x-service-user-ip': USER_IP }, payload: body })
+      const before = await suite.ctx.database.db.selectFrom('users').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()
+      for (const [body, allowed] of [
+        [individualUser({ termsOfService: 'general-bs-scb' }), ['general-gb-fca']],
+        [individualUser({ termsOfService: 'general-us-hq' }), ['general-gb-fca']],
+        [individualUser({ address: { country: 'FR' }, termsOfService: 'general-pt-bop' }), ['general-lt-fcs']],
+        [individualUser({ address: { country: 'JP' }, termsOfService: 'general-gb-fca' }), ['general-bs-scb']],
+        [{ type: 'individual', email: `legacy-${Date.now()}@example.com`, termsOfService: 'general-gb-fca', citizenshipCountry: 'US', country: 'US' }, ['general-us-hq']],
+        [businessUser({ country: 'PT', termsOfService: 'general-lt-fcs' }), ['general-pt-bop']],
+      ] as const) {
+        const response = await create(body as Record<string, unknown>)
+        assertError(response, 409, 'terms_of_service_mismatch')
+        assert.deepEqual(response.json(), {
+          code: 'terms_of_service_mismatch',
+          message: 'The terms of service passed in the request does not match the one that should have been accepted',
+          details: { context: 'body', property: 'termsOfService', allowedValues: allowed },
+        })
+      }
+      const after_ = await suite.ctx.database.db.selectFrom('users').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()
+      assert.equal(Number(after_.n), Number(before.n), 'no user was created')
+      const japanese = await suite.ctx.createUser(suite.token, individualUser({ address: { country: 'JP' }, primaryCitizenship: 'JP', termsOfService: 'general-bs-scb' }))
+      assert.deepEqual(await suite.ctx.services.termsOfService.acceptedTermsOfService(suite.ctx.client.organizationId, japanese.id), new Set(['general-bs-scb']))
     })
 
     test('a refused user creation records no acceptance', async () => {
@@ -189,7 +214,7 @@ for (const engine of ENGINES) {
       assert.equal(response.json<{ details: { entity: string } }>().details.entity, 'user')
       assertError(await list('', user.id, otherToken), 404, 'entity_not_found')
       assert.deepEqual((await acceptanceRows(user.id)).map((r) => r.code), ['general-gb-fca'])
-      const otherUser = await suite.ctx.createUser(otherToken, individualUser({ termsOfService: 'general-bs-scb' }))
+      const otherUser = await suite.ctx.createUser(otherToken, individualUser({ address: { country: 'JP' }, termsOfService: 'general-bs-scb' }))
       const theirs = (await list('', otherUser.id, otherToken)).json<{ termsOfService: Terms[] }>().termsOfService
       assert.deepEqual(theirs.filter((t) => t.acceptedAt).map((t) => t.code), ['general-bs-scb'])
     })
@@ -218,7 +243,11 @@ for (const engine of ENGINES) {
         ],
       })
       assertError(await suite.ctx.request({ method: 'GET', url: '/core/terms-of-service/general-us-hq', headers: bearer(suite.token) }), 404, 'entity_not_found')
-      const business = await suite.ctx.createUser(suite.token, businessUser({ country: 'US', subdivision: 'US-NY' }))
+      // No general terms for residents of the United States here: they cannot be created.
+      const american = await suite.ctx.request({ method: 'POST', url: '/core/users', headers: { ...bearer(suite.token), 'x-service-user-ip': USER_IP }, payload: businessUser({ country: 'US', subdivision: 'US-NY' }) })
+      assertError(american, 409, 'terms_of_service_mismatch')
+      assert.deepEqual(american.json<{ details: { allowedValues: string[] } }>().details.allowedValues, [])
+      const business = await suite.ctx.createUser(suite.token, businessUser())
       const accepted = await suite.ctx.request({ method: 'POST', url: `/core/terms-of-service/${VIBAN}/accept`, headers: { ...bearer(suite.token, business.id), 'x-service-user-ip': USER_IP } })
       assert.equal(accepted.status, 201, accepted.body)
     })
@@ -237,7 +266,7 @@ test('a catalogue that breaks its schema or its rules is refused with the proble
     write({ termsOfService: [{ ...entry, countries: ['gb'] }] })
     assert.throws(load, ReferenceDataError)
     write({ termsOfService: [entry, entry] })
-    assert.throws(() => new TermsOfServiceService(null as never, load(), { getMe: async () => ({ type: 'individual' }) }), /defined twice/)
+    assert.throws(() => new TermsOfServiceService(null as never, load(), { getMe: async () => ({ type: 'individual' }), lockActive: async () => null }), /defined twice/)
     assert.doesNotThrow(() => loadReferenceData<TermsOfServiceFile>('terms-of-service.json', TermsOfServiceFile, null))
   } finally {
     fs.rmSync(dir, { recursive: true, force: true })

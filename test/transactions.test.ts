@@ -236,10 +236,10 @@ for (const engine of ENGINES) {
       const other = await openAccount()
       assertError(await get(other.userId, transactionId), 404, 'entity_not_found')
       assert.equal(assertError(await get(userId, UNKNOWN_ID), 404, 'entity_not_found')?.entity, 'transaction')
-      assertError(await get(userId, 'nope'), 400, 'request_invalid')
+      assert.equal(assertError(await get(userId, 'nope'), 404, 'entity_not_found')?.entity, 'transaction')
       assert.equal(assertError(await listOfAccount(other.userId, accountId), 404, 'entity_not_found')?.entity, 'account')
       assertError(await listOfAccount(userId, UNKNOWN_ID), 404, 'entity_not_found')
-      assertError(await listOfAccount(userId, 'nope'), 400, 'request_invalid')
+      assert.equal(assertError(await listOfAccount(userId, 'nope'), 404, 'entity_not_found')?.entity, 'account')
       assertError(await list(userId, '?until=yesterday'), 400, 'request_invalid')
       assertError(await list(userId, '?page=abc'), 400, 'request_invalid')
       assertError(await list(userId, '?perPage=101'), 400, 'request_invalid')
@@ -295,7 +295,7 @@ if (TEST_DATABASE_URL) {
         ids.push(transactionId)
       }
       // A second process's worker: its own pool, ledger and deposit handler on the same schema.
-      const second = await openDatabase({ ...suite.ctx.config, databaseUrl: TEST_DATABASE_URL!, databasePoolSize: 8, searchPath: suite.ctx.database.schema! })
+      const second = await openDatabase({ ...suite.ctx.config, databaseUrl: suite.ctx.database.url!, databaseDirectUrl: suite.ctx.database.directUrl!, databasePoolSize: 8 })
       const handlers = new JobHandlers()
       const secondLedger = new LedgerService({ db: second.db, assets: { decimalsOf: (code) => (code === 'BTC' ? 8 : undefined) } })
       // A worker's transactions service: it never reads accounts or executes quotes.

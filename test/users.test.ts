@@ -193,6 +193,18 @@ for (const engine of ENGINES) {
       assert.equal(business.json<{ details: { property: string } }>().details.property, 'partnerOnboardedAt')
     })
 
+    test('general terms of service that are not those of the residence are 409 terms_of_service_mismatch, and store nothing', async () => {
+      const body = individualUser({ address: { country: 'PT' }, termsOfService: 'general-gb-fca' })
+      const response = await create(body)
+      assert.equal(response.status, 409, response.body)
+      assert.deepEqual(response.json(), {
+        code: 'terms_of_service_mismatch',
+        message: 'The terms of service passed in the request does not match the one that should have been accepted',
+        details: { context: 'body', property: 'termsOfService', allowedValues: ['general-pt-bop'] },
+      })
+      await assertEmailFree(String(body.email))
+    })
+
     test('malformed bodies are 400 request_invalid naming the property, and store nothing', async () => {
       const email = `invalid-${Date.now()}@example.com`
       const cases: [unknown, string, string][] = [

@@ -4,6 +4,7 @@ import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely'
 import { Migrator } from 'kysely/migration'
 import pg from 'pg'
 import type { Config } from '../config.ts'
+import { CommitHooks } from './commit-hooks.ts'
 import { migrationProvider } from './migrations/index.ts'
 import type { Database, Db } from './schema.ts'
 
@@ -14,35 +15,63 @@ export interface DatabaseHandle {
   engine: Engine
   /** The PostgreSQL schema the tables live in, when not the default one. */
   schema?: string
-  /** The PostgreSQL connection string (postgres engine only), for connections outside the pool. */
+  /** The PostgreSQL connection string of the pool (postgres engine only); it may go through a transaction-pooling proxy. */
   url?: string
+  /**
+   * A connection string that reaches PostgreSQL itself (postgres engine only), for what needs a session of its own:
+   * LISTEN, session-level advisory locks. The same as `url` unless DATABASE_DIRECT_URL says otherwise.
+   */
+  directUrl?: string
+  /** Work that commits with each transaction that wrote (the audit trail registers its row here). */
+  commitHooks: CommitHooks
   /** Calls `onMessage` for each notification on `channel` (embedded engine only); returns the unsubscriber. */
   listen(channel: string, onMessage: (payload: string) => void): Promise<() => Promise<void>>
+  /**
+   * Runs `work` on one connection that stays one PostgreSQL session throughout (opened on `directUrl`, closed
+   * after): what holds a session-level lock or setting across statements and transactions, which a
+   * transaction-pooling proxy would spread over other sessions. The embedded engine has one session: its own.
+   */
+  withSession<T>(work: (db: Db) => Promise<T>): Promise<T>
   close(): Promise<void>
 }
 
 export type DatabaseOptions = Pick<Config, 'databaseUrl' | 'databasePoolSize' | 'dataDir'> & {
-  /** PostgreSQL schema to use instead of `public`; lets test suites share one server without sharing tables. */
+  /** Reaches PostgreSQL itself when `databaseUrl` goes through a transaction-pooling proxy (Config.databaseDirectUrl). */
+  databaseDirectUrl?: string | null
+  /**
+   * PostgreSQL schema to use instead of `public`. Set as a startup parameter, which PgBouncer refuses: direct connections only.
+   */
   searchPath?: string
 }
 
 /** Opens PostgreSQL when a URL is configured, otherwise the embedded PGlite database. */
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
   if (options.databaseUrl !== null) {
-    const pool = new pg.Pool({
-      connectionString: options.databaseUrl,
-      max: options.databasePoolSize,
-      ...(options.searchPath ? { options: `-c search_path=${options.searchPath}` } : {}),
-    })
+    const directUrl = options.databaseDirectUrl ?? options.databaseUrl
+    const startup = options.searchPath ? { options: `-c search_path=${options.searchPath}` } : {}
+    const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.databasePoolSize, ...startup })
     // An idle client that loses its connection must not crash the process; the pool replaces it.
     pool.on('error', () => {})
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+    const commitHooks = new CommitHooks()
+    const db = new Kysely<Database>({ dialect: commitHooks.wrap(new PostgresDialect({ pool })) })
     return {
       db,
+      commitHooks,
       engine: 'postgres',
       url: options.databaseUrl,
+      directUrl,
       ...(options.searchPath ? { schema: options.searchPath } : {}),
       listen: () => Promise.reject(new Error('On PostgreSQL, listen on a dedicated connection (see ChangeFeed)')),
+      withSession: async (work) => {
+        const session = new pg.Pool({ connectionString: directUrl, max: 1, ...startup })
+        session.on('error', () => {})
+        const sessionDb = new Kysely<Database>({ dialect: commitHooks.wrap(new PostgresDialect({ pool: session })) })
+        try {
+          return await work(sessionDb)
+        } finally {
+          await sessionDb.destroy()
+        }
+      },
       close: () => db.destroy(),
     }
   }
@@ -51,19 +80,28 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
   const dir = options.dataDir === null ? undefined : path.join(options.dataDir, 'pglite')
   if (dir) fs.mkdirSync(dir, { recursive: true })
   const pglite = await PGlite.create(dir)
-  const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) })
+  const commitHooks = new CommitHooks()
+  const db = new Kysely<Database>({ dialect: commitHooks.wrap(new PGliteDialect({ pglite })) })
   return {
     db,
+    commitHooks,
     engine: 'pglite',
     listen: (channel, onMessage) => pglite.listen(channel, onMessage),
+    withSession: (work) => work(db),
     close: () => db.destroy(),
   }
 }
 
-export async function migrateToLatest(handle: Pick<DatabaseHandle, 'db' | 'schema'>): Promise<string[]> {
-  // The migration bookkeeping tables live beside the application tables, never in another schema.
-  const migrator = new Migrator({ db: handle.db, provider: migrationProvider, ...(handle.schema ? { migrationTableSchema: handle.schema } : {}) })
-  const { error, results } = await migrator.migrateToLatest()
+/**
+ * Applies the pending migrations, once however many processes start together: Kysely's migrator holds a
+ * session-level advisory lock from before its transaction to after it, so it runs on a session of its own.
+ */
+export async function migrateToLatest(handle: Pick<DatabaseHandle, 'schema' | 'withSession'>): Promise<string[]> {
+  const { error, results } = await handle.withSession((db) => {
+    // The migration bookkeeping tables live beside the application tables, never in another schema.
+    const migrator = new Migrator({ db, provider: migrationProvider, ...(handle.schema ? { migrationTableSchema: handle.schema } : {}) })
+    return migrator.migrateToLatest()
+  })
   if (error) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName
     throw new Error(`Migration ${failed ?? ''} failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error })

@@ -66,6 +66,16 @@ export interface IdempotencyKeysTable {
   expires_at: Timestamp
 }
 
+/** A limited key's current window, shared by the API processes on PostgreSQL (src/http/rate-limit.repository.ts). */
+export interface RateLimitsTable {
+  key: string
+  window_ends_at: Timestamp
+  /** Allowance of the window leased so far, by every process together. */
+  used: number
+  /** What the last lease took. */
+  granted: number
+}
+
 /** The USD mid of an asset for one time bucket of a resolution (`minute`, `day`, …); shared reference data. */
 export interface PricePointsTable {
   asset: string
@@ -109,6 +119,31 @@ export interface KycConnectorConfigsTable {
   integrations: Json<StoredIntegration[]>
   created_at: Timestamp
   updated_at: Timestamp
+}
+
+/** A user's verification imported from a provider (src/modules/kyc-connector); see migration 0018. */
+export interface KycIngestionsTable {
+  organization_id: string
+  id: string
+  user_id: string
+  provider: string
+  status: 'queued' | 'running' | 'finished'
+  processes: Json<string[]>
+  parameters: Json<Record<string, unknown>>
+  state: Json<Record<string, unknown>>
+  result: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>
+  started_at: ColumnType<Date | null, Date | null | undefined, Date | null>
+  finished_at: ColumnType<Date | null, Date | null | undefined, Date | null>
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+/** What a provider's callback names (a session, an applicant), and the unfinished ingestion waiting on it. */
+export interface KycIngestionReferencesTable {
+  organization_id: string
+  provider: string
+  reference: string
+  ingestion_id: string
 }
 
 /** A user's KYC process: its status, what was submitted and what verification produced. */
@@ -243,6 +278,24 @@ export interface JobsTable {
   created_at: Timestamp
   updated_at: Timestamp
   finished_at: Date | null
+}
+
+/** A recurring job (src/jobs/schedules.ts): the last period a worker scheduled it for; see migration 0019. */
+export interface SchedulesTable {
+  name: string
+  period_start: Date
+  /** bigint: read back as a string by the drivers, written as a number. */
+  period_ms: ColumnType<string, number, number>
+  job_id: string
+  scheduled_at: Date
+}
+
+/** An upload whose bytes may be in storage while its file is not marked uploaded (src/modules/files). */
+export interface FileUploadsTable {
+  storage_key: string
+  organization_id: string
+  file_id: string
+  started_at: Date
 }
 
 /** A fee of a quote or transaction, as the API shows it. */
@@ -582,6 +635,17 @@ export interface WebhookDispatcherTable {
   dispatched_at: Date | null
 }
 
+/** A key of the deployment's key rings (src/modules/keys); its material sealed under the root key, null once retired. */
+export interface KeyRingTable {
+  purpose: 'sealing' | 'signing' | 'derivation'
+  id: string
+  status: 'active' | 'retired'
+  material: string | null
+  created_at: Timestamp
+  activates_at: Timestamp
+  retired_at: Date | null
+}
+
 export interface WebhookPortalLinksTable {
   organization_id: string
   id: string
@@ -591,18 +655,41 @@ export interface WebhookPortalLinksTable {
   created_at: Timestamp
 }
 
+/** One write a client made through the API (src/modules/audit); append-only. */
+export interface AuditTrailTable {
+  id: string
+  organization_id: string
+  /** `client`, `widget-session` or `webhook-portal`. */
+  actor: string
+  client_id: string | null
+  user_id: string | null
+  /** The operation's id in the OpenAPI document, e.g. `core.create-user`. */
+  operation: string
+  method: string
+  /** The route's path template, e.g. `/core/users/:userId`. */
+  route: string
+  object_type: string | null
+  object_id: string | null
+  request_id: string
+  at: Date
+}
+
 export interface Database {
   organizations: OrganizationsTable
   clients: ClientsTable
   users: UsersTable
   metadata: MetadataTable
   idempotency_keys: IdempotencyKeysTable
+  rate_limits: RateLimitsTable
   price_points: PricePointsTable
   asset_cooldown_skips: AssetCooldownSkipsTable
   outbox_events: OutboxEventsTable
   kyc_connector_configs: KycConnectorConfigsTable
   kyc_processes: KycProcessesTable
+  kyc_ingestions: KycIngestionsTable
+  kyc_ingestion_references: KycIngestionReferencesTable
   files: FilesTable
+  file_uploads: FileUploadsTable
   terms_of_service_acceptances: TermsOfServiceAcceptancesTable
   ledger_accounts: LedgerAccountsTable
   ledger_transactions: LedgerTransactionsTable
@@ -610,6 +697,7 @@ export interface Database {
   ledger_holds: LedgerHoldsTable
   accounts: AccountsTable
   jobs: JobsTable
+  schedules: SchedulesTable
   transactions: TransactionsTable
   deposit_methods: DepositMethodsTable
   deposit_destinations: DepositDestinationsTable
@@ -628,6 +716,8 @@ export interface Database {
   webhook_attempts: WebhookAttemptsTable
   webhook_dispatcher: WebhookDispatcherTable
   webhook_portal_links: WebhookPortalLinksTable
+  key_ring: KeyRingTable
+  audit_trail: AuditTrailTable
 }
 
 export type Db = Kysely<Database>
@@ -635,6 +725,7 @@ export type Tx = Transaction<Database>
 /** A database handle a repository function runs in: the pool or an open transaction. */
 export type Executor = Db | Tx
 
+export type AuditTrailRow = Selectable<AuditTrailTable>
 export type ClientRow = Selectable<ClientsTable>
 export type UserRow = Selectable<UsersTable>
 export type NewUserRow = Insertable<UsersTable>
@@ -643,7 +734,9 @@ export type IdempotencyKeyRow = Selectable<IdempotencyKeysTable>
 export type Generatedless<T> = T extends Generated<infer U> ? U : T
 export type OutboxEventRow = Selectable<OutboxEventsTable>
 export type KycConnectorConfigRow = Selectable<KycConnectorConfigsTable>
+export type KeyRingRow = Selectable<KeyRingTable>
 export type KycProcessRow = Selectable<KycProcessesTable>
+export type KycIngestionRow = Selectable<KycIngestionsTable>
 export type FileRow = Selectable<FilesTable>
 export type LedgerAccountRow = Selectable<LedgerAccountsTable>
 export type LedgerTransactionRow = Selectable<LedgerTransactionsTable>

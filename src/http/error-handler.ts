@@ -43,10 +43,23 @@ export function toApiError(error: unknown, bodyLimitBytes: number): ApiError {
       return new ApiError(503, 'service_unavailable', 'The request conflicted with concurrent changes; retry it', undefined, { 'retry-after': '1' })
   }
   const status = fastifyError.statusCode
-  if (typeof status === 'number' && status >= 400 && status < 500) {
-    return new ApiError(status, 'request_invalid', 'The request could not be processed')
-  }
+  if (typeof status === 'number' && status >= 400 && status < 500) return clientFault(status)
   return new ApiError(500, 'internal_error', 'An unexpected error occurred; report the request id')
+}
+
+/** A refusal raised by a plugin or the framework with a 4xx status only: the catalogued code closest to it. */
+function clientFault(status: number): ApiError {
+  switch (status) {
+    case 413:
+      return new ApiError(413, 'content_too_large', 'The request content is larger than allowed')
+    case 406:
+    case 415:
+      return new ApiError(415, 'content_type_unsupported', 'The request content type is not supported')
+    case 404:
+      return new ApiError(404, 'route_not_found', 'No operation answers this request')
+    default:
+      return new ApiError(400, 'request_invalid', 'The request could not be processed')
+  }
 }
 
 export function errorHandler(bodyLimitBytes: number) {

@@ -2,9 +2,11 @@ import { createHmac } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import Type from 'typebox'
 import type { Db, Tx } from '../db/schema.ts'
+import type { Schedules } from '../jobs/schedules.ts'
 import { toApiError } from './error-handler.ts'
 import { ApiError, requestInvalid } from './errors.ts'
 import * as repository from './idempotency.repository.ts'
+import { withoutAudit } from '../modules/audit/index.ts'
 import type { IdempotencyScope } from './idempotency.repository.ts'
 import type { App } from './types.ts'
 
@@ -14,7 +16,6 @@ export const REPLAYED_HEADER = 'idempotent-replayed'
 export const KEY_LIFETIME_MS = 24 * 60 * 60 * 1000
 /** How long a first request owns its key; past it a retry may take over (the first one died). */
 export const LEASE_MS = 60_000
-const PURGE_INTERVAL_MS = 10 * 60_000
 const KEY_FORMAT = /^[\x21-\x7e]{1,255}$/
 /** Response headers a replay repeats besides the body. */
 const REPLAYED_HEADERS = ['content-type', 'etag', 'location']
@@ -143,11 +144,22 @@ export function registerIdempotency(app: App, db: Db, digestKey: Buffer): void {
     route.preHandler = [...asArray(route.preHandler), claim]
     route.onSend = [...asArray(route.onSend), complete]
   })
+}
 
-  // Expired keys are ignored when met; this keeps the table from growing with keys never met again.
-  const purge = setInterval(() => void repository.purgeExpiredKeys(db, new Date()).catch(() => {}), PURGE_INTERVAL_MS)
-  purge.unref()
-  app.addHook('onClose', async () => clearInterval(purge))
+export const IDEMPOTENCY_PURGE_SCHEDULE = 'idempotency.purge'
+
+/**
+ * Registers `idempotency.purge`: every 10 minutes, the keys expired at the period's start are deleted. Expired keys
+ * are ignored when met; this keeps the table from growing with keys never met again.
+ */
+export function registerIdempotencyPurge(schedules: Schedules, db: Db): void {
+  schedules.register({
+    name: IDEMPOTENCY_PURGE_SCHEDULE,
+    periodMs: 10 * 60_000,
+    run: async ({ periodStart }) => {
+      await repository.purgeExpiredKeys(db, periodStart)
+    },
+  })
 }
 
 function asArray<T>(value: T | T[] | undefined): T[] {
@@ -191,8 +203,9 @@ export async function atomicIdempotency<T>(
     },
     complete: (tx: Tx, answerStatus: number, body: unknown) =>
       repository.completeKey(tx, scope, { status: answerStatus, headers: { 'content-type': JSON_TYPE }, body: JSON.stringify(body) }),
+    // The refusal stored under the key is the request's bookkeeping, not a client's write: no audit row.
     replace: (answerStatus: number, body: unknown) =>
-      repository.replaceAnswer(db, scope, { status: answerStatus, headers: { 'content-type': JSON_TYPE }, body: JSON.stringify(body) }),
+      withoutAudit(() => repository.replaceAnswer(db, scope, { status: answerStatus, headers: { 'content-type': JSON_TYPE }, body: JSON.stringify(body) })),
   }
   try {
     const result = await work(guard)

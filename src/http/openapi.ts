@@ -74,6 +74,17 @@ export async function registerOpenApi(app: FastifyInstance, options: OpenApiOpti
             required: true,
             schema: { type: 'integer', minimum: 0 },
           },
+          // draft-ietf-httpapi-ratelimit-headers: absent only while the limiter's shared store is unreachable (it fails open).
+          ratelimit: {
+            description: 'What is left of the caller\'s quota: `"<policy>";r=<requests left>;t=<seconds until the window resets>`.',
+            schema: { type: 'string' },
+            example: '"default";r=1187;t=42',
+          },
+          'ratelimit-policy': {
+            description: 'The quota that applies: `"<policy>";q=<requests>;w=<window in seconds>`.',
+            schema: { type: 'string' },
+            example: '"default";q=1200;w=60',
+          },
         },
       },
     },
@@ -115,6 +126,9 @@ export async function registerOpenApi(app: FastifyInstance, options: OpenApiOpti
             response.headers = {
               [REQUEST_ID_HEADER]: { $ref: `#/components/headers/${REQUEST_ID_HEADER}` },
               ...(status === '429' ? { 'retry-after': { $ref: '#/components/headers/retry-after' } } : {}),
+              // Optional: operations outside the limits (health, discovery) answer without them.
+              ratelimit: { $ref: '#/components/headers/ratelimit' },
+              'ratelimit-policy': { $ref: '#/components/headers/ratelimit-policy' },
               ...response.headers,
             }
           }

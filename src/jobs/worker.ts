@@ -6,6 +6,7 @@ import { afterFailure, DEFAULT_RETRY_POLICY, type RetryPolicy } from './backoff.
 import * as repository from './jobs.repository.ts'
 import { JobDeferral, type JobHandlers } from './queue.ts'
 import { formRuns } from './runs.ts'
+import type { Scheduler } from './schedules.ts'
 
 export interface WorkerLogger {
   info(object: object, message: string): void
@@ -24,6 +25,8 @@ export interface WorkerOptions {
   leaseMs: number
   retry?: RetryPolicy
   logger?: WorkerLogger
+  /** Recurring jobs this worker schedules as their periods begin, before each poll (not when draining). */
+  scheduler?: Scheduler
 }
 
 const SILENT: WorkerLogger = { info: () => {}, warn: () => {}, error: () => {} }
@@ -41,7 +44,8 @@ function describe(error: unknown): string {
  */
 export class Worker {
   readonly id = `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`
-  private readonly options: Required<WorkerOptions>
+  private readonly options: Required<Omit<WorkerOptions, 'scheduler'>>
+  private readonly scheduler: Scheduler | null
   /** Runs in progress, by their first job's id. */
   private readonly running = new Map<string, { jobIds: string[]; done: Promise<void> }>()
   private readonly abort = new AbortController()
@@ -51,7 +55,9 @@ export class Worker {
   private heartbeat: NodeJS.Timeout | null = null
 
   constructor(options: WorkerOptions) {
-    this.options = { retry: DEFAULT_RETRY_POLICY, logger: SILENT, ...options }
+    const { scheduler, ...rest } = options
+    this.options = { retry: DEFAULT_RETRY_POLICY, logger: SILENT, ...rest }
+    this.scheduler = scheduler ?? null
   }
 
   get started(): boolean {
@@ -117,6 +123,8 @@ export class Worker {
   private async run(): Promise<void> {
     while (!this.stopping) {
       let claimed = 0
+      // Its own failures are logged by the scheduler, schedule by schedule.
+      if (this.scheduler) await this.scheduler.tick()
       try {
         const free = this.options.concurrency - this.running.size
         if (free > 0) {
@@ -136,7 +144,8 @@ export class Worker {
           clearTimeout(timer)
           resolve()
         }
-        const timer = setTimeout(done, this.options.pollIntervalMs)
+        // A period that begins during the sleep is scheduled when it begins, not at the next poll.
+        const timer = setTimeout(done, Math.min(this.options.pollIntervalMs, this.scheduler?.msUntilNextLook() ?? Number.POSITIVE_INFINITY))
         if (full) void this.anyRunFinished().then(done, done)
         this.wake = done
       })

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { test } from 'node:test'
-import { Sealer, SealingError } from './sealing.ts'
+import { countByRingKey, keyIdOf, Sealer, SealingError, SealingKey, type SealingKeySet } from './sealing.ts'
 
 const KEY = randomBytes(32)
 const CONTEXT = ['kyc-connector', '0190a8c1-0000-7000-8000-000000000001', 'veriff', 'integration-a', 'apiKey']
@@ -91,4 +91,60 @@ test('errors never carry the plaintext or the key', () => {
 test('a key that is not 32 bytes is refused', () => {
   assert.throws(() => new Sealer(randomBytes(16)), SealingError)
   assert.throws(() => new Sealer(Buffer.alloc(0).toString('base64')), SealingError)
+})
+
+/** A ring of keys as a sealer sees it: `current` seals, every key opens. */
+function ringOf(keys: SealingKey[], current: SealingKey): SealingKeySet {
+  return { current, find: (id) => keys.find((key) => key.id === id) }
+}
+
+test('over a ring, the current key seals and every key of the ring opens', () => {
+  const [first, second] = [new SealingKey(randomBytes(32)), new SealingKey(randomBytes(32))]
+  let set = ringOf([first], first)
+  const sealer = new Sealer({ keys: () => set })
+  const old = sealer.seal(SECRET, CONTEXT)
+  assert.equal(keyIdOf(old), first.id)
+
+  set = ringOf([first, second], second)
+  const fresh = sealer.seal(SECRET, CONTEXT)
+  assert.equal(keyIdOf(fresh), second.id)
+  assert.equal(sealer.open(old, CONTEXT), SECRET, 'a value sealed under an older key of the ring still opens')
+  assert.equal(sealer.open(fresh, CONTEXT), SECRET)
+  assert.equal(sealer.isCurrent(old), false)
+  assert.equal(sealer.isCurrent(fresh), true)
+
+  const resealed = sealer.reseal(old, CONTEXT)
+  assert.equal(keyIdOf(resealed), second.id)
+  assert.equal(sealer.open(resealed, CONTEXT), SECRET)
+  assert.equal(sealer.reseal(fresh, CONTEXT), fresh, 'a value under the current key is left as it is')
+  assert.throws(() => sealer.reseal(old, [...CONTEXT, 'elsewhere']), SealingError, 'a re-seal opens the value in its own context')
+})
+
+test('a value under a key the ring lacks does not open, and the ring is told so that it can read its keys again', () => {
+  const known = new SealingKey(randomBytes(32))
+  const stranger = new Sealer(randomBytes(32)).seal(SECRET, CONTEXT)
+  const told: string[] = []
+  const sealer = new Sealer({ keys: () => ringOf([known], known), onUnknownKey: (id) => told.push(id) })
+  assert.throws(() => sealer.open(stranger, CONTEXT), (error: unknown) => error instanceof SealingError && /another key/.test(error.message))
+  assert.deepEqual(told, [keyIdOf(stranger)])
+})
+
+test('keys derived for a purpose seal under ids of their own, which lead back to their ring key', () => {
+  const ringKey = new SealingKey(randomBytes(32))
+  const derived = ringKey.derive('external-accounts/card-number')
+  assert.notEqual(derived.id, ringKey.id)
+  assert.equal(derived.ringId, ringKey.id)
+  assert.deepEqual(ringKey.derive('external-accounts/card-number').material, derived.material, 'derivation is deterministic')
+  const sealer = new Sealer({ keys: () => ringOf([derived], derived) })
+  const sealed = sealer.seal(SECRET, CONTEXT)
+  assert.equal(sealer.ringKeyOf(keyIdOf(sealed)!), ringKey.id)
+  // Renamed to the ring key's id, it does not open under that key either.
+  assert.throws(() => new Sealer(ringKey.material).open(sealed.replace(`.${derived.id}.`, `.${ringKey.id}.`), CONTEXT), SealingError)
+})
+
+test('a census counts values by ring key, and names the keys the ring lacks', () => {
+  const ringKey = new SealingKey(randomBytes(32))
+  const derived = ringKey.derive('purpose')
+  const sealer = new Sealer({ keys: () => ringOf([ringKey, derived], derived) })
+  assert.deepEqual(countByRingKey(sealer, [{ key_id: ringKey.id, n: 2 }, { key_id: derived.id, n: '3' }, { key_id: 'zzzzzzzz', n: 1 }]), { [ringKey.id]: 5, 'unknown:zzzzzzzz': 1 })
 })

@@ -175,11 +175,12 @@ for (const engine of ENGINES) {
       assert.equal(still.url, 'https://hooks.example.com/mine')
     })
 
-    test('the event catalogue lists the reference\'s 26 types and Tessera\'s own, each with an example', async () => {
+    test('the event catalogue lists the core reference\'s 26 types, the kyc-connector\'s 4 and Tessera\'s own, each with an example', async () => {
       const response = await ctx().request({ method: 'GET', url: `${PORTAL_API}/event-types`, headers: portal })
       assert.equal(response.status, 200)
       const types = response.json<{ eventTypes: { type: string; sent: boolean; example: Record<string, unknown> }[] }>().eventTypes
-      assert.equal(types.length, 27)
+      assert.equal(types.length, 31)
+      assert.equal(types.filter((entry) => entry.type.startsWith('kyc-connector.')).length, 4)
       assert.deepEqual(types.filter((entry) => !entry.sent).map((entry) => entry.type).sort(), ['core.account.unarchived', 'core.kyb.onboarding.status-changed'])
       assert.ok(types.every((entry) => Object.keys(entry.example).length > 0))
     })

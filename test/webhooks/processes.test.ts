@@ -64,6 +64,7 @@ describe('webhook delivery by worker processes [postgres]', { skip: TEST_DATABAS
     env = {
       DATA_DIR: dataDir,
       DATABASE_URL: scratch.url,
+      DATABASE_DIRECT_URL: scratch.directUrl,
       LOG_LEVEL: 'silent',
       SEALING_KEY: secrets.sealingKey,
       WORKER_POLL_INTERVAL_MS: '20',

@@ -16,6 +16,11 @@ import * as m0014 from './0014_external_account_verifications.ts'
 import * as m0015 from './0015_requests_for_information_and_job_wakes.ts'
 import * as m0016 from './0016_portfolio.ts'
 import * as m0017 from './0017_webhooks.ts'
+import * as m0018 from './0018_kyc_ingestions.ts'
+import * as m0019 from './0019_scheduled_jobs.ts'
+import * as m0020 from './0020_rate_limits.ts'
+import * as m0021 from './0021_key_rings.ts'
+import * as m0022 from './0022_audit_trail.ts'
 
 /** Numbered, forward-only migrations; append new ones, never edit an applied one. */
 const migrations: Record<string, Migration> = {
@@ -36,6 +41,11 @@ const migrations: Record<string, Migration> = {
   '0015_requests_for_information_and_job_wakes': m0015,
   '0016_portfolio': m0016,
   '0017_webhooks': m0017,
+  '0018_kyc_ingestions': m0018,
+  '0019_scheduled_jobs': m0019,
+  '0020_rate_limits': m0020,
+  '0021_key_rings': m0021,
+  '0022_audit_trail': m0022,
 }
 
 export const migrationProvider: MigrationProvider = {

@@ -3,6 +3,7 @@ import { pageWindow, type PageWindow, type PaginationParams } from '../../http/p
 import type { Principal } from '../../http/principal.ts'
 import { DomainError, notFound, type ErrorBody } from '../../lib/errors.ts'
 import { uuidv7 } from '../../lib/ids.ts'
+import { auditObject } from '../audit/index.ts'
 import { recordEvent, recordEvents } from '../events/index.ts'
 import type { AccountBalance, LedgerService } from '../ledger/index.ts'
 import { attachInitialMetadata } from '../metadata/index.ts'
@@ -60,9 +61,11 @@ export class AccountsService {
       throw new DomainError('asset_not_supported', 'The asset is not supported', { details: { context: 'body', property: 'asset' } })
     }
     const now = new Date()
+    const id = uuidv7(now.getTime())
+    auditObject('account', id)
     const row: AccountRow = {
       organization_id: principal.organizationId,
-      id: uuidv7(now.getTime()),
+      id,
       owner_id: ownerId,
       label: input.label,
       asset: input.asset,
@@ -141,7 +144,7 @@ export class AccountsService {
   /** The account `/core/accounts/{entityId}/metadata` names, when it is an active account of the acting user. */
   async metadataOwner(principal: Principal, entityId: string): Promise<string | null> {
     if (principal.userId === null) return null
-    const row = await repository.findActive(this.db, principal.organizationId, principal.userId, entityId.toLowerCase())
+    const row = await repository.findActive(this.db, principal.organizationId, principal.userId, entityId)
     return row?.id ?? null
   }
 

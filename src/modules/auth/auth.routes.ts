@@ -1,5 +1,6 @@
 import formbody from '@fastify/formbody'
 import Type from 'typebox'
+import { addressKey } from '../../http/rate-limit.ts'
 import { component, described, ErrorBody, OAuthErrorBody } from '../../http/schemas.ts'
 import type { App } from '../../http/types.ts'
 import { basicClientId, type AuthService } from './auth.service.ts'
@@ -85,14 +86,15 @@ export function authRoutes(deps: { auth: AuthService; signer: TokenSigner; scope
         },
         config: {
           oauthErrors: true,
+          // Its own policy instead of the API's: token requests come before any client is authenticated.
           rateLimit: deps.tokenRateLimitPerMinute > 0
             ? {
-                max: deps.tokenRateLimitPerMinute,
-                // Per client, so one client's retries cannot lock out another behind the same address.
-                keyGenerator: (request) => {
+                policy: { name: 'token', limit: deps.tokenRateLimitPerMinute, windowSeconds: 60 },
+                // Per client and address, so one client's retries cannot lock out another behind the same address.
+                key: (request) => {
                   const body = request.body as Record<string, unknown> | undefined
                   const client = typeof body?.client_id === 'string' ? body.client_id : basicClientId(request.headers.authorization) ?? ''
-                  return `token:${client.slice(0, 64)}:${request.ip}`
+                  return `${client.slice(0, 64)}:${addressKey(request.ip)}`
                 },
               }
             : false,
@@ -123,7 +125,10 @@ export function authRoutes(deps: { auth: AuthService; signer: TokenSigner; scope
         },
         config: { rateLimit: false },
       },
-      async (_request, reply) => reply.header('cache-control', 'public, max-age=300').send({ keys: [await deps.signer.jwk()] }),
+      // Every key not retired: a new key is published before it signs (docs/deployment.md, Key rotation), and an old
+      // one stays while its tokens may still be valid. Cached no longer than a new key waits before it signs (with the
+      // default KEY_RING_REFRESH_MS), so that a verifier honouring the header knows a key before any token carries it.
+      async (_request, reply) => reply.header('cache-control', 'public, max-age=60').send({ keys: deps.signer.jwks() }),
     )
 
     app.get(

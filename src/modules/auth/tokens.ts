@@ -1,6 +1,6 @@
-import { createPrivateKey, createPublicKey, randomUUID, type KeyObject } from 'node:crypto'
+import { createHash, createPrivateKey, createPublicKey, randomUUID, type KeyObject } from 'node:crypto'
 import type { WidgetBinding } from '../../http/principal.ts'
-import { calculateJwkThumbprint, errors as joseErrors, exportJWK, jwtVerify, SignJWT, type JWK } from 'jose'
+import { decodeProtectedHeader, errors as joseErrors, jwtVerify, SignJWT, type JWK } from 'jose'
 
 const ALGORITHM = 'ES256'
 const MAX_VERIFIED_TOKENS = 10_000
@@ -27,40 +27,77 @@ export class TokenVerificationError extends Error {
   }
 }
 
-/** Signs and verifies access tokens with one ES256 key; verification needs no database. */
-export class TokenSigner {
-  readonly issuer: string
-  readonly audience: string
-  private readonly privateKey: KeyObject
-  private readonly publicKey: KeyObject
-  private publicJwk: (JWK & { kid: string }) | undefined
-  /**
-   * Tokens whose signature was already checked, by signature. A token is immutable, so it needs checking
-   * once; expiry is still checked on every use. Keyed by the signature (short) and confirmed against the
-   * whole token, so a different token never matches.
-   */
-  private readonly verified = new Map<string, { token: string; claims: AccessTokenClaims }>()
+/** The public half of a signing key as a JWK (RFC 7517), as the key set publishes it. */
+export type PublicJwk = JWK & { kid: string; alg: string; use: string }
 
-  constructor(privateKeyPem: string, issuer: string, audience: string) {
+/** One ES256 key: its private half signs, its public half verifies and is published; `kid` is its RFC 7638 thumbprint. */
+export class SigningKey {
+  readonly kid: string
+  readonly privateKey: KeyObject
+  readonly publicKey: KeyObject
+  readonly jwk: PublicJwk
+
+  constructor(privateKeyPem: string) {
     this.privateKey = createPrivateKey(privateKeyPem)
     if (this.privateKey.asymmetricKeyType !== 'ec' || this.privateKey.asymmetricKeyDetails?.namedCurve !== 'prime256v1') {
       throw new Error('The token signing key must be an EC P-256 private key (ES256)')
     }
     this.publicKey = createPublicKey(this.privateKey)
+    const { crv, kty, x, y } = this.publicKey.export({ format: 'jwk' })
+    // RFC 7638: the required members, in lexicographic order, without whitespace.
+    this.kid = createHash('sha256').update(JSON.stringify({ crv, kty, x, y })).digest('base64url')
+    this.jwk = { kty: kty!, crv: crv!, x: x!, y: y!, kid: this.kid, alg: ALGORITHM, use: 'sig' }
+  }
+}
+
+/** The keys a signer works with: one fixed key, or a key ring that changes while the process runs. */
+export interface SigningKeys {
+  /** The key that signs now. */
+  signing(): SigningKey
+  /** The key of this id whose tokens verify; undefined for an unknown or retired key. */
+  find(kid: string): SigningKey | undefined
+  /** Every key whose tokens verify, or soon will: what the key set publishes. */
+  published(): readonly SigningKey[]
+  /**
+   * Reads the keys again unless they were read after `requestedAt`; a token naming an unknown key may come from
+   * a key added since this process last read them.
+   */
+  refresh?(requestedAt: number): Promise<void>
+}
+
+function fixedKeys(key: SigningKey): SigningKeys {
+  return { signing: () => key, find: (kid) => (kid === key.kid ? key : undefined), published: () => [key] }
+}
+
+/**
+ * Signs access tokens with the current key of its keys and verifies them with any of them, by the token's `kid`;
+ * verification needs no database.
+ */
+export class TokenSigner {
+  readonly issuer: string
+  readonly audience: string
+  private readonly keys: SigningKeys
+  /**
+   * Tokens whose signature was already checked, by signature. A token is immutable, so it needs checking
+   * once; expiry is still checked on every use, and that its key is still trusted. Keyed by the signature
+   * (short) and confirmed against the whole token, so a different token never matches.
+   */
+  private readonly verified = new Map<string, { token: string; kid: string; claims: AccessTokenClaims }>()
+
+  /** `keys`: a PKCS#8 PEM private key (one fixed key), or the keys of a ring. */
+  constructor(keys: string | SigningKeys, issuer: string, audience: string) {
+    this.keys = typeof keys === 'string' ? fixedKeys(new SigningKey(keys)) : keys
     this.issuer = issuer
     this.audience = audience
   }
 
-  async jwk(): Promise<JWK & { kid: string }> {
-    if (!this.publicJwk) {
-      const jwk = await exportJWK(this.publicKey)
-      this.publicJwk = { ...jwk, kid: await calculateJwkThumbprint(jwk), alg: ALGORITHM, use: 'sig' }
-    }
-    return this.publicJwk
+  /** The public keys that verify tokens (JWKS): every key not retired, a new one from before it signs. */
+  jwks(): PublicJwk[] {
+    return this.keys.published().map((key) => key.jwk)
   }
 
   async sign(input: { clientId: string; organizationId: string; scopes: string[]; ttlSeconds: number; userId?: string; widget?: WidgetBinding }): Promise<string> {
-    const { kid } = await this.jwk()
+    const key = this.keys.signing()
     const now = Math.floor(Date.now() / 1000)
     return new SignJWT({
       client_id: input.clientId,
@@ -69,33 +106,53 @@ export class TokenSigner {
       ...(input.userId !== undefined ? { user_id: input.userId } : {}),
       ...(input.widget !== undefined ? { widget: input.widget } : {}),
     })
-      .setProtectedHeader({ alg: ALGORITHM, typ: TOKEN_TYPE, kid })
+      .setProtectedHeader({ alg: ALGORITHM, typ: TOKEN_TYPE, kid: key.kid })
       .setIssuer(this.issuer)
       .setSubject(input.clientId)
       .setAudience(this.audience)
       .setIssuedAt(now)
       .setExpirationTime(now + input.ttlSeconds)
       .setJti(randomUUID())
-      .sign(this.privateKey)
+      .sign(key.privateKey)
   }
 
   async verify(token: string): Promise<AccessTokenClaims> {
     const signature = token.slice(token.lastIndexOf('.') + 1)
     const known = this.verified.get(signature)
-    if (known && known.token === token) {
+    if (known && known.token === token && this.keys.find(known.kid)) {
       if (known.claims.expiresAt > Date.now() / 1000) return known.claims
       this.verified.delete(signature)
       throw new TokenVerificationError('token_expired', 'The access token has expired')
     }
-    const claims = await this.verifySignature(token)
+    const key = await this.keyOf(token)
+    const claims = await this.verifySignature(token, key)
     if (this.verified.size >= MAX_VERIFIED_TOKENS) this.verified.delete(this.verified.keys().next().value!)
-    this.verified.set(signature, { token, claims })
+    this.verified.set(signature, { token, kid: key.kid, claims })
     return claims
   }
 
-  private async verifySignature(token: string): Promise<AccessTokenClaims> {
+  /** The key the token names; a key this process has not heard of is looked for once more in the ring. */
+  private async keyOf(token: string): Promise<SigningKey> {
+    const requestedAt = Date.now()
+    let kid: unknown
     try {
-      const { payload } = await jwtVerify(token, this.publicKey, {
+      kid = decodeProtectedHeader(token).kid
+    } catch {
+      throw new TokenVerificationError('token_invalid', 'The access token is invalid')
+    }
+    if (typeof kid !== 'string' || kid === '') throw new TokenVerificationError('token_invalid', 'The access token is invalid')
+    let key = this.keys.find(kid)
+    if (!key && this.keys.refresh) {
+      await this.keys.refresh(requestedAt)
+      key = this.keys.find(kid)
+    }
+    if (!key) throw new TokenVerificationError('token_invalid', 'The access token is invalid')
+    return key
+  }
+
+  private async verifySignature(token: string, key: SigningKey): Promise<AccessTokenClaims> {
+    try {
+      const { payload } = await jwtVerify(token, key.publicKey, {
         algorithms: [ALGORITHM],
         issuer: this.issuer,
         audience: this.audience,

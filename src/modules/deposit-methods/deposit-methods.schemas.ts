@@ -1,4 +1,4 @@
-import Type, { type Static } from 'typebox'
+import Type, { type Static, type TSchema } from 'typebox'
 import { component } from '../../http/schemas.ts'
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -282,18 +282,56 @@ export const SimulateBankDepositBody = component(
 )
 export type SimulateBankDepositBody = Static<typeof SimulateBankDepositBody>
 
-export const SimulatedBankDeposit = Type.Object(
-  {
-    network: Type.Enum(['fps', 'sepa', 'ach', 'fednow', 'rtp', 'wire'], { description: 'The bank network of the deposit.' }),
-    sortCode: Type.Optional(Type.String()),
-    accountNumber: Type.Optional(Type.String()),
-    routingNumber: Type.Optional(Type.String()),
-    iban: Type.Optional(Type.String()),
-    reference: Type.Optional(Type.String({ description: 'The payment reference the sender wrote.' })),
-    asset: Type.String({ description: 'The asset deposited.' }),
-    amount: Type.String({ description: 'The amount deposited.' }),
-    remitter: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'The simulated sender, with generated values where none were given.' })),
-  },
-  { description: 'The simulated bank deposit, as it arrives.' },
+const simulated = <N extends string, P extends Record<string, TSchema>>(network: N, properties: P, remitter: Record<string, TSchema>, remitterRequired: boolean) =>
+  Type.Object(
+    {
+      network: Type.Literal(network),
+      ...properties,
+      asset: Type.String({ description: 'The asset deposited.' }),
+      amount: Type.String({ description: 'The amount deposited.' }),
+      remitter: remitterRequired
+        ? Type.Object(remitter, { description: 'The simulated sender, with generated values where none were given.' })
+        : Type.Optional(Type.Object(remitter, { description: 'The simulated sender, as given.' })),
+    },
+    { title: network.toUpperCase() },
+  )
+const SenderName = Type.String({ description: 'The sender\'s full name: the one given, else the acting user\'s.' })
+const usSender = {
+  name: SenderName,
+  accountNumber: Type.String({ description: 'The sender\'s account number.' }),
+  routingNumber: Type.String({ description: 'The sender\'s routing number.' }),
+}
+const PaymentReference = Type.Optional(Type.String({ description: 'The payment reference the sender wrote.' }))
+
+export const SimulatedBankDeposit = Type.Union(
+  [
+    simulated('fps', { sortCode: Type.String(), accountNumber: Type.String(), reference: PaymentReference }, {
+      name: SenderName,
+      sortCode: Type.String({ description: 'The sender\'s sort code.' }),
+      accountNumber: Type.String({ description: 'The sender\'s account number.' }),
+    }, true),
+    simulated('sepa', { iban: Type.String(), reference: PaymentReference }, {
+      name: SenderName,
+      bic: Type.String({ description: 'The sender\'s bank BIC.' }),
+      iban: Type.String({ description: 'The sender\'s IBAN.' }),
+    }, true),
+    simulated('ach', { accountNumber: Type.String(), routingNumber: Type.String() }, {
+      ...usSender,
+      secCode: Type.Enum(['CCD', 'PPD', 'WEB'], { description: 'The ACH SEC code.' }),
+      transactionType: Type.Enum(['Pull', 'Push']),
+      serviceType: Type.Enum(['Standard', 'SameDay']),
+    }, true),
+    simulated('fednow', { accountNumber: Type.String() }, usSender, true),
+    simulated('rtp', { accountNumber: Type.String() }, usSender, true),
+    simulated('wire', { accountNumber: Type.String() }, {
+      name: SenderName,
+      address1: Type.Optional(Type.String()),
+      address2: Type.Optional(Type.String()),
+      idCode: Type.Optional(Type.String()),
+      identifier: Type.Optional(Type.String()),
+    }, false),
+  ],
+  { description: 'The simulated bank deposit, as it arrives, by network.' },
 )
+export type SimulatedBankDeposit = Static<typeof SimulatedBankDeposit>
 export const SimulateBankDepositResponse = component('simulate-bank-deposit-response', Type.Object({ bankDeposit: SimulatedBankDeposit }))

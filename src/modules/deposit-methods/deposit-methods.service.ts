@@ -6,6 +6,7 @@ import { DomainError } from '../../lib/errors.ts'
 import { uuidv7 } from '../../lib/ids.ts'
 import type { BankRecipient } from '../../providers/rails/rails.ts'
 import type { Account } from '../accounts/index.ts'
+import { auditObject } from '../audit/index.ts'
 import type { Chain, NetworksService, Rail, RailsService } from '../reference/index.ts'
 import { candidateDestinationTag, derivedAddress, deriveKey, xrpAddress } from './deposit-addresses.ts'
 import * as repository from './deposit-methods.repository.ts'
@@ -101,9 +102,11 @@ export class DepositMethodsService {
       if (await repository.takenDestinations(this.db, network, candidate.destinations)) continue
       if (query.type === 'bank' && candidate.reference !== null && (await repository.referenceTaken(this.db, network, candidate.reference))) continue
       const now = new Date()
+      const id = uuidv7(now.getTime())
+      auditObject('deposit-method', id)
       const row: DepositMethodRow = {
         organization_id: principal.organizationId,
-        id: uuidv7(now.getTime()),
+        id,
         account_id: account.id,
         owner_id: account.ownerId,
         type: query.type,

@@ -5,7 +5,7 @@ import type { BankRecipient } from '../../providers/rails/rails.ts'
 import type { SandboxBankRail, SandboxChainRail } from '../../providers/rails/sandbox.ts'
 import { amountInvalid, parseAmount } from '../ledger/index.ts'
 import type { NetworksService, Rail, RailsService } from '../reference/index.ts'
-import type { SimulateBankDepositBody, SimulateCryptoDepositBody } from './deposit-methods.schemas.ts'
+import type { SimulateBankDepositBody, SimulateCryptoDepositBody, SimulatedBankDeposit } from './deposit-methods.schemas.ts'
 import type { DepositUsers } from './deposit-methods.service.ts'
 import { cryptoDestination } from './destinations.ts'
 import { depositMethodNotFound } from './incoming-deposits.service.ts'
@@ -125,7 +125,9 @@ export class DepositTestHelpersService {
     }
     const reference = 'reference' in body ? body.reference : undefined
     await this.bankRail.send({ organizationId: principal.organizationId, recipient, asset, amount, ...(reference !== undefined ? { reference } : {}), remitter })
-    return { bankDeposit: { ...recipient, ...(reference !== undefined ? { reference } : {}), asset, amount, remitter } }
+    // The rail's remitter holds the fields of the network it was made for (the answer's schema names them).
+    const bankDeposit = { ...recipient, ...(reference !== undefined ? { reference } : {}), asset, amount, remitter } as SimulatedBankDeposit
+    return { bankDeposit }
   }
 
   private async actingUserName(principal: Principal): Promise<string> {

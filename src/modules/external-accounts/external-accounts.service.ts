@@ -6,10 +6,12 @@ import type { Principal } from '../../http/principal.ts'
 import { enqueue, JobDeferral, type JobHandlers } from '../../jobs/queue.ts'
 import { DomainError, notFound, operationNotAllowed, type ErrorBody } from '../../lib/errors.ts'
 import { isUuid, uuidv7 } from '../../lib/ids.ts'
-import { derivePurposeKey, Sealer } from '../../lib/sealing.ts'
+import { derivePurposeKey, type Sealer } from '../../lib/sealing.ts'
+import { cardNumberContext } from './card-numbers.sealed.ts'
 import { verifyMessageSignature } from '../../lib/signatures/index.ts'
 import { CardProcessorUnavailableError, type CardProcessor, type CardVerification } from '../../providers/cards/card-processor.ts'
 import type { RailCounterparty } from '../../providers/rails/payouts.ts'
+import { auditObject } from '../audit/index.ts'
 import { recordEvent } from '../events/index.ts'
 import { attachInitialMetadata } from '../metadata/index.ts'
 import type { AddressFamily, Chain } from '../reference/index.ts'
@@ -165,7 +167,13 @@ export class ExternalAccountsService {
     processor: CardProcessor | null
     bins: readonly BinRange[]
     settings: ExternalAccountsSettings
+    /** The root stable keys derive from (the key ring's derivation root): card fingerprints must never change. */
     sealingKey: string
+    /**
+     * Seals card numbers: keys of their own, derived from each key of the ring (a leak of another sealed secret's
+     * key never opens them).
+     */
+    cardSealer: Sealer
   }) {
     this.db = deps.db
     this.rails = deps.rails
@@ -176,8 +184,7 @@ export class ExternalAccountsService {
     this.processor = deps.processor
     this.bins = deps.bins
     this.settings = deps.settings
-    // Card numbers get a key of their own: a leak of another sealed secret's key never opens them.
-    this.cardSealer = new Sealer(derivePurposeKey(deps.sealingKey, 'external-accounts/card-number'))
+    this.cardSealer = deps.cardSealer
     this.fingerprintKey = derivePurposeKey(deps.sealingKey, 'external-accounts/fingerprint')
     this.verifications = new AddressVerifications({ db: deps.db, networks: deps.networks, verifySignature: verifyMessageSignature })
   }
@@ -188,6 +195,7 @@ export class ExternalAccountsService {
     const fingerprint = this.fingerprint(prepared.type, prepared.network, prepared.identity)
     const now = new Date()
     const id = uuidv7(now.getTime())
+    auditObject('external-account', id)
     // The same details again are a duplicate, whatever the limits; and a card already linked is not verified again.
     if (await repository.hasLive(this.db, principal.organizationId, ownerId, fingerprint)) throw duplicate(...prepared.duplicateOf)
     // A first count before the issuer is asked: a card that could not be stored is not verified.
@@ -249,7 +257,7 @@ export class ExternalAccountsService {
   async update(principal: Principal, externalAccountId: string, body: UpdateExternalAccountBody): Promise<ExternalAccount> {
     const ownerId = actingUser(principal)
     if (body.label === undefined) return this.get(principal, externalAccountId)
-    const row = isUuid(externalAccountId) ? await repository.updateLabel(this.db, principal.organizationId, ownerId, externalAccountId.toLowerCase(), body.label, new Date()) : undefined
+    const row = await repository.updateLabel(this.db, principal.organizationId, ownerId, externalAccountId, body.label, new Date())
     if (!row) throw notFound('external-account')
     return this.presentOne(this.db, row, await this.capabilities.enabledFor(principal))
   }
@@ -257,10 +265,9 @@ export class ExternalAccountsService {
   /** Unlinks an external account: it disappears from the API; movements already under way still reach it. */
   async delete(principal: Principal, externalAccountId: string): Promise<void> {
     const ownerId = actingUser(principal)
-    if (!isUuid(externalAccountId)) throw notFound('external-account')
     const enabled = await this.capabilities.enabledFor(principal)
     await this.db.transaction().execute(async (tx) => {
-      const row = await repository.markDeleted(tx, principal.organizationId, ownerId, externalAccountId.toLowerCase(), new Date())
+      const row = await repository.markDeleted(tx, principal.organizationId, ownerId, externalAccountId, new Date())
       if (!row) throw notFound('external-account')
       await this.announce(tx, EXTERNAL_ACCOUNT_EVENTS.deleted, row, await this.presentOne(tx, row, enabled))
     })
@@ -282,8 +289,8 @@ export class ExternalAccountsService {
 
   /** The external account `/core/external-accounts/{entityId}/metadata` names, when it is a live one of the acting user. */
   async metadataOwner(principal: Principal, entityId: string): Promise<string | null> {
-    if (principal.userId === null || !isUuid(entityId)) return null
-    const [row] = await repository.findLiveMany(this.db, principal.organizationId, principal.userId, [entityId.toLowerCase()])
+    if (principal.userId === null) return null
+    const [row] = await repository.findLiveMany(this.db, principal.organizationId, principal.userId, [entityId])
     return row?.id ?? null
   }
 
@@ -612,7 +619,7 @@ export class ExternalAccountsService {
   }
 
   private cardContext(organizationId: string, id: string): readonly string[] {
-    return ['external-account', organizationId, id, 'number']
+    return cardNumberContext(organizationId, id)
   }
 
   /** One external account as the API shows it, with its verifications. */

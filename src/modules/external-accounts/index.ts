@@ -7,6 +7,7 @@
 export { externalAccountsRoutes } from './external-accounts.routes.ts'
 export { CardBinsFile, type ExternalAccount } from './external-accounts.schemas.ts'
 export { ExternalAccountsService, STATUS_CHANGE_JOB } from './external-accounts.service.ts'
+export { cardNumbers } from './card-numbers.sealed.ts'
 export { VERIFICATION_LEVELS, type VerificationLevel, type VerificationStatus } from './verification.machine.ts'
 export type { SelfDeclaration, SignatureProof } from './verification-proofs.ts'
 export type { Verification } from './verifications.schemas.ts'

@@ -3,6 +3,7 @@ import type { Db, Executor, ExternalAccountRow, ExternalAccountVerificationRow }
 import { DomainError, notFound, operationNotAllowed, requestInvalid } from '../../lib/errors.ts'
 import { uuidv7 } from '../../lib/ids.ts'
 import type { SignatureCheck, SignedMessage } from '../../lib/signatures/index.ts'
+import { auditObject } from '../audit/index.ts'
 import type { AddressFamily, Chain } from '../reference/index.ts'
 import type { ExternalAccount } from './external-accounts.schemas.ts'
 import { SELF_DECLARATION_SCHEMA, selfDeclarationViolations, signedMessageViolations, signingMessage, type SignatureProof } from './verification-proofs.ts'
@@ -76,9 +77,11 @@ export class AddressVerifications {
     const proofOptions: ProofOptions = level === 'declared'
       ? { selfDeclaration: { schema: structuredClone(SELF_DECLARATION_SCHEMA) as Record<string, unknown> } }
       : { messageSigning: { message: signingMessage({ network: account.network, address, nonce: randomBytes(16).toString('hex') }) } }
+    const id = uuidv7(now.getTime())
+    auditObject('external-account-verification', id)
     const inserted = await repository.insert(this.db, {
       organization_id: account.organization_id,
-      id: uuidv7(now.getTime()),
+      id,
       external_account_id: account.id,
       owner_id: account.owner_id,
       level,
@@ -105,6 +108,8 @@ export class AddressVerifications {
   async answer(account: ExternalAccountRow, level: VerificationLevel, proof: unknown): Promise<Verification> {
     const row = await repository.find(this.db, account.organization_id, account.id, level)
     if (!row) throw notStarted()
+    // The path names the level only: the audit row names the verification, as its start did.
+    auditObject('external-account-verification', row.id)
     const to = nextVerificationStatus(row.status, 'prove')
     if (to === null) throw answered()
     const options = row.proof_options as ProofOptions

@@ -46,3 +46,25 @@ export async function countUserFiles(db: Executor, organizationId: string, userI
     .executeTakeFirstOrThrow()
   return Number(row.count)
 }
+
+/** Notes, before the first byte is stored, that an upload's bytes may soon be under `storageKey`. */
+export async function beginUpload(db: Executor, upload: { storageKey: string; organizationId: string; fileId: string; at: Date }): Promise<void> {
+  await db.insertInto('file_uploads').values({ storage_key: upload.storageKey, organization_id: upload.organizationId, file_id: upload.fileId, started_at: upload.at }).execute()
+}
+
+/**
+ * Forgets an upload: its bytes were committed to the file, or removed. False when it was already forgotten: the
+ * orphan clean-up found it abandoned and deleted its bytes (waiting, here, for that clean-up to commit).
+ */
+export async function endUpload(db: Executor, storageKey: string): Promise<boolean> {
+  const row = await db.deleteFrom('file_uploads').where('storage_key', '=', storageKey).returning('storage_key').executeTakeFirst()
+  return row !== undefined
+}
+
+/**
+ * Uploads begun before `before` and never ended, locked until the transaction ends (skipping those another
+ * clean-up holds, and those whose upload is committing right now).
+ */
+export function lockAbandonedUploads(tx: Executor, before: Date, limit: number): Promise<{ storage_key: string }[]> {
+  return tx.selectFrom('file_uploads').select('storage_key').where('started_at', '<', before).orderBy('started_at').limit(limit).forUpdate().skipLocked().execute()
+}

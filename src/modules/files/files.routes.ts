@@ -156,6 +156,7 @@ export function filesRoutes(files: FilesService) {
               ...errorResponses(400, 403, 404, 409, 413, 415, 429),
               403: described(ErrorBody, 'The form was altered or belongs to another file (`signature_invalid`), or has expired (`signature_expired`).'),
               409: described(ErrorBody, 'The file content was already uploaded (`file_already_uploaded`), or its content type is no longer allowed (`file_content_type_not_allowed`).'),
+              503: described(ErrorBody, 'The upload took so long that it was taken for abandoned and its content discarded (`service_unavailable`); send it again.'),
             },
           },
         },

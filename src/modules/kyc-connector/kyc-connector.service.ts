@@ -2,6 +2,8 @@ import type { Db, KycConnectorConfigRow, StoredIntegration } from '../../db/sche
 import type { Principal } from '../../http/principal.ts'
 import { DomainError, requestInvalid } from '../../lib/errors.ts'
 import type { Sealer } from '../../lib/sealing.ts'
+import { connectorSecretContext } from './kyc-connector.sealed.ts'
+import { auditObject } from '../audit/index.ts'
 import { recordEvent } from '../events/index.ts'
 import * as repository from './kyc-connector.repository.ts'
 import { duplicateNameViolations, maskSecret, missingSecretViolations } from './kyc-connector.rules.ts'
@@ -52,7 +54,7 @@ export class KycConnectorService {
 
   /** What binds a sealed secret to its place: sealed for one integration, it opens nowhere else. */
   private context(organizationId: string, provider: string, name: string, field: SecretField): string[] {
-    return ['kyc-connector', organizationId, provider, name, field]
+    return connectorSecretContext(organizationId, provider, name, field)
   }
 
   private unseal(row: KycConnectorConfigRow, integration: StoredIntegration): ProviderIntegration {
@@ -92,6 +94,7 @@ export class KycConnectorService {
     const duplicates = duplicateNameViolations(body.integrations)
     if (duplicates.length > 0) throw requestInvalid('body', duplicates)
     const key = { organizationId: principal.organizationId, provider }
+    auditObject('kyc-connector-config', provider)
 
     const row = await this.db.transaction().execute(async (tx) => {
       const existing = await repository.findConfig(tx, key, { lock: true })

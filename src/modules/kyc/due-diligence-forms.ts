@@ -121,6 +121,8 @@ const RISK_QUESTIONS = {
 export const CRYPTO_RISK_ASSESSMENT_FORM: FormDefinition = {
   id: '5d2e8c41-7b3a-4f69-9c0e-1a2b3c4d5e6f',
   maxAttempts: 5,
+  // A consumer who fails an appropriateness assessment may not retake it for 24 hours (FCA COBS 10.2).
+  retryDelayMs: 24 * 3600 * 1000,
   categories: Object.entries(RISK_QUESTIONS).map(([key, [question, options]]) => ({
     key,
     schema: (t: T) => ({

@@ -39,6 +39,8 @@ export interface FormDefinition {
   texts: Partial<Record<FormLocale, Texts>> & { en: Texts }
   /** Attempts a user has to complete the form acceptably. */
   maxAttempts: number
+  /** How long after a rejected attempt the next one may start (`output.attempts.retryAt`); none when absent. */
+  retryDelayMs?: number
   /** The deterministic review of a complete, valid set of answers. */
   review: (answers: Readonly<Record<string, unknown>>) => FormReview
 }

@@ -33,6 +33,10 @@ const EVENTS: KycEvent[] = [
   { type: 'answer', attemptsLeft: false },
   { type: 'review', approved: true },
   { type: 'review', approved: false },
+  { type: 'review', approved: false, retry: true },
+  { type: 'attest', approved: false, retry: true },
+  { type: 'derive' },
+  { type: 'expire' },
 ]
 
 /**
@@ -51,6 +55,7 @@ const ALLOWED: Record<string, Record<string, KycStatus>> = {
     'pending attest:true': 'ok',
     'pending attest:false': 'ok',
     'pending attest:true:false': 'ok',
+    'pending attest:false:retry': 'ok',
     'pending verify:true': 'ok',
   },
   document: {
@@ -64,6 +69,10 @@ const ALLOWED: Record<string, Record<string, KycStatus>> = {
     'failed attest:false': 'failed',
     'pending attest:true:false': 'ok',
     'failed attest:true:false': 'ok',
+    'pending attest:false:retry': 'failed',
+    'failed attest:false:retry': 'failed',
+    'pending derive': 'ok',
+    'failed derive': 'ok',
     'running conclude:true': 'ok',
     'running conclude:false': 'failed',
     'running abort': 'pending',
@@ -79,6 +88,12 @@ const ALLOWED: Record<string, Record<string, KycStatus>> = {
     'pending attest:true:false': 'ok',
     'pending review:true': 'ok',
     'pending review:false': 'failed',
+    // Rejected while attempts remain: answered again.
+    'pending review:false:retry': 'pending',
+    'pending attest:false:retry': 'pending',
+    'failed attest:false:retry': 'pending',
+    // Only a completed form expires; it is then answered again.
+    'ok expire': 'pending',
   },
   automatic: {
     'pending conclude:true': 'ok',
@@ -93,9 +108,10 @@ function label(status: KycStatus, event: KycEvent): string {
     case 'verify':
       return `${status} verify:${event.registered}`
     case 'attest':
-      return `${status} attest:${event.approved}${event.attemptsLeft === undefined ? '' : `:${event.attemptsLeft}`}`
-    case 'conclude':
+      return `${status} attest:${event.approved}${event.attemptsLeft === undefined ? '' : `:${event.attemptsLeft}`}${event.retry ? ':retry' : ''}`
     case 'review':
+      return `${status} review:${event.approved}${event.retry ? ':retry' : ''}`
+    case 'conclude':
       return `${status} ${event.type}:${event.approved}`
     case 'answer':
       return `${status} answer:${event.attemptsLeft}`

@@ -33,10 +33,10 @@ export const KYC_PROCESS_CODES = Object.keys(KYC_PROCESSES) as KycProcessCode[]
  * How a process moves:
  * - `declared`: data the user declares (profile, address); ok once complete.
  * - `contact`: a phone or email registered unverified, then verified once; a verified one is final.
- * - `document`: evidence checked by the service's provider (`submit` → `running` → `conclude`) or attested by the
- *   client (`attest`); a failed check may be submitted again.
- * - `form`: questions answered in parts, reviewed once complete; a rejected form may be answered again while
- *   attempts remain; a completed one is final.
+ * - `document`: evidence checked by the service's provider (`submit` → `running` → `conclude`), attested by the
+ *   client (`attest`) or proved by another process (`derive`); a failed check may be submitted again.
+ * - `form`: questions answered in parts, reviewed once complete; a form rejected while attempts remain is `pending`
+ *   again (answered anew), one rejected on its last attempt `failed`; a completed one is final.
  * - `automatic`: run by the service when what it depends on is ready; clients cannot update it.
  */
 export type KycProcessKind = 'declared' | 'contact' | 'document' | 'form' | 'automatic'
@@ -64,8 +64,11 @@ export type KycEvent =
   | { type: 'register' }
   /** The pending registration is verified (the client sends only `output.verifiedAt`). */
   | { type: 'verify'; registered: boolean }
-  /** The client attests the outcome itself (partner-verified), e.g. with `output.verifiedAt`. */
-  | { type: 'attest'; approved: boolean; attemptsLeft?: boolean }
+  /**
+   * The client attests the outcome itself (partner-verified), e.g. with `output.verifiedAt`. A form rejected with
+   * `retry` (attempts remain) is answered again.
+   */
+  | { type: 'attest'; approved: boolean; attemptsLeft?: boolean; retry?: boolean }
   /** Evidence handed to the service for checking. */
   | { type: 'submit' }
   /** Evidence attached for the client to attest later (no check by the service). */
@@ -76,10 +79,14 @@ export type KycEvent =
   | { type: 'abort' }
   /** Part of a form answered; `attemptsLeft` says whether a rejected form may start again. */
   | { type: 'answer'; attemptsLeft: boolean }
-  /** A complete form reviewed. */
-  | { type: 'review'; approved: boolean }
+  /** A complete form reviewed; rejected with `retry` (attempts remain), it is answered again. */
+  | { type: 'review'; approved: boolean; retry?: boolean }
+  /** The outcome another process proved: an identity document that shows the declared address proves the address. */
+  | { type: 'derive' }
   /** Whether the process applies to the user changed (residence, another process's outcome). */
   | { type: 'applicability'; applies: boolean }
+  /** A completed form's validity ended (a self-categorization statement holds a year): it must be given again. */
+  | { type: 'expire' }
 
 /** The reasons (`details.reasons`) of a refused update, as the reference names them. */
 export type KycRefusal =
@@ -145,6 +152,8 @@ function documentEvidence(from: KycStatus, event: KycEvent): KycTransition {
       return open ? to('pending') : NOT_ALLOWED
     case 'attest':
       return open ? to(event.approved ? 'ok' : 'failed') : NOT_ALLOWED
+    case 'derive':
+      return open ? to('ok') : NOT_ALLOWED
     case 'conclude':
       return from === 'running' ? to(event.approved ? 'ok' : 'failed') : NOT_ALLOWED
     case 'abort':
@@ -155,6 +164,7 @@ function documentEvidence(from: KycStatus, event: KycEvent): KycTransition {
 }
 
 function form(from: KycStatus, event: KycEvent): KycTransition {
+  if (event.type === 'expire') return from === 'ok' ? to('pending') : NOT_ALLOWED
   if (from === 'ok') return refuse('form-already-completed')
   if (from === 'running') return NOT_ALLOWED
   switch (event.type) {
@@ -163,9 +173,9 @@ function form(from: KycStatus, event: KycEvent): KycTransition {
       return to('pending')
     case 'attest':
       if (from === 'failed' && event.attemptsLeft === false) return NOT_ALLOWED
-      return to(event.approved ? 'ok' : 'failed')
+      return to(event.approved ? 'ok' : event.retry ? 'pending' : 'failed')
     case 'review':
-      return from === 'pending' ? to(event.approved ? 'ok' : 'failed') : NOT_ALLOWED
+      return from === 'pending' ? to(event.approved ? 'ok' : event.retry ? 'pending' : 'failed') : NOT_ALLOWED
     default:
       return NOT_ALLOWED
   }

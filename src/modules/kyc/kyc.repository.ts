@@ -1,3 +1,4 @@
+import { sql } from 'kysely'
 import type { Executor, KycProcessRow } from '../../db/schema.ts'
 
 export interface KycProcessValues {
@@ -76,4 +77,20 @@ function serialize(values: KycProcessValues) {
     state: JSON.stringify(values.state),
     verified_key: values.verified_key,
   }
+}
+
+/**
+ * Users whose approved self-categorization statement expired by `atIso` (an ISO 8601 UTC time, as the statements
+ * store theirs), in key order after `after`, at most `limit`.
+ */
+export function findExpiredStatements(db: Executor, atIso: string, after: { organizationId: string; userId: string } | null, limit: number): Promise<{ organization_id: string; user_id: string }[]> {
+  let query = db
+    .selectFrom('kyc_processes')
+    .select(['organization_id', 'user_id'])
+    // Literals, not parameters: the planner matches them with the partial index of migration 0019.
+    .where('code', '=', sql.lit('self-categorization-statement'))
+    .where('status', '=', sql.lit('ok'))
+    .where(sql<string>`output->>'expiresAt'`, '<=', atIso)
+  if (after) query = query.where((eb) => eb(eb.refTuple('organization_id', 'user_id'), '>', eb.tuple(after.organizationId, after.userId)))
+  return query.orderBy('organization_id').orderBy('user_id').limit(limit).execute()
 }

@@ -120,8 +120,19 @@ export function kycRoutes(kyc: KycService) {
       )
     }
 
-    patch('profile', 'Update profile', 'Changes what the user declares about themselves; the address country cannot change.', UpdateProfileBody, async (request) =>
-      kyc.updateProfile(principalOf(request), request.body as UpdateProfileBody),
+    patch(
+      'profile',
+      'Update profile',
+      'Changes what the user declares about themselves; the address country cannot change. Fields `verification.rules` does not let an update ' +
+        'change are ignored, each with a warning in `warnings.input`. `input.details` (deprecated) answers the profile\'s form (`hint`, served while ' +
+        'the profile is pending and `details` is used, in the language `Accept-Language` selects).',
+      UpdateProfileBody,
+      async (request, reply) => {
+        const result = await kyc.updateProfile(principalOf(request), request.body as UpdateProfileBody, acceptLanguage(request))
+        if (result.language !== null) reply.header('content-language', result.language)
+        return result.body
+      },
+      true,
     )
     patch('address', 'Update address', 'Changes the address of residence (kept in step with the profile).', UpdateAddressBody, async (request) =>
       kyc.updateAddress(principalOf(request), request.body as UpdateAddressBody),

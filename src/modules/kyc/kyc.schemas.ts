@@ -1,5 +1,5 @@
 import Type, { type Static, type TSchema } from 'typebox'
-import { ActingRequestHeaders, component, Timestamp, Uuid } from '../../http/schemas.ts'
+import { ActingRequestHeaders, component, ErrorBody, Timestamp, Uuid } from '../../http/schemas.ts'
 import { Address } from '../users/index.ts'
 import { KYC_PROCESSES, KYC_STATUSES } from './kyc.machine.ts'
 
@@ -31,19 +31,23 @@ const PROCESS_DEPENDENCIES = [
   'tax-details',
 ] as const
 
-export const KycVerification = component(
-  'kyc-process-verification',
+const VerificationProperties = {
+  model: Type.Enum(['none', 'partner-verified', 'service-verified'], {
+    description: '`partner-verified`: the client attests the outcome (`output.verifiedAt`); `service-verified`: this service checks it; `none`: declared only.',
+  }),
+  method: Type.Enum(['automatic', 'manual'], { description: '`automatic`: the service runs it when what it depends on (`triggers`) is done.' }),
+  triggers: Type.Optional(Type.Array(Type.Enum(['profile', 'identity']), { description: 'Processes whose completion starts this one.' })),
+  dependencies: Type.Array(Type.Enum([...PROCESS_DEPENDENCIES]), { description: 'Processes this one builds on.' }),
+}
+
+export const KycVerification = component('kyc-process-verification', Type.Object(VerificationProperties, { description: 'How the process is verified.' }))
+
+/** Identity and proof of address also say whether evidence may be submitted now. */
+export const KycSubmittableVerification = component(
+  'kyc-process-verification-submittable',
   Type.Object(
-    {
-      model: Type.Enum(['none', 'partner-verified', 'service-verified'], {
-        description: '`partner-verified`: the client attests the outcome (`output.verifiedAt`); `service-verified`: this service checks it; `none`: declared only.',
-      }),
-      method: Type.Enum(['automatic', 'manual']),
-      triggers: Type.Optional(Type.Array(Type.Enum(['profile', 'identity']), { description: 'Processes whose completion starts this one.' })),
-      dependencies: Type.Array(Type.Enum([...PROCESS_DEPENDENCIES]), { description: 'Processes this one builds on.' }),
-      submittable: Type.Optional(Type.Boolean({ description: 'Whether evidence may be submitted now.' })),
-    },
-    { description: 'How the process is verified.' },
+    { ...VerificationProperties, submittable: Type.Boolean({ description: 'Whether evidence may be submitted now (the process is `pending` or `failed`).' }) },
+    { description: 'How the process is verified, and whether it takes a submission now.' },
   ),
 )
 
@@ -75,6 +79,18 @@ const AddressUpdate = Type.Object(
 const VerifiedOutput = Type.Object({ verifiedAt: Timestamp })
 const Result = Type.Enum(['approved', 'rejected'])
 const Attempts = Type.Object({ used: Type.Integer(), maximum: Type.Integer() })
+const AttemptsWithRetry = Type.Object({
+  used: Type.Integer(),
+  maximum: Type.Integer(),
+  retryAt: Type.Optional({ ...Timestamp, description: 'After a rejected attempt, when the next one may start.' }),
+})
+const Offboard = Type.Object(
+  {
+    endsAt: { ...Timestamp, description: 'When the period in which the user\'s relationship is wound down ends.' },
+    completedAt: Type.Optional({ ...Timestamp, description: 'When the offboarding was completed; present once it is over.' }),
+  },
+  { description: 'Set when the last attempt is rejected: the user cannot pass this process any more and is offboarded.' },
+)
 
 const FormInput = component(
   'kyc-process-input-form',
@@ -97,6 +113,7 @@ export const KycProfileVerification = component(
           fullName: Rule,
           birthdate: Rule,
           birthplace: NestedRule({ country: Rule, town: Rule }),
+          citizenshipCountry: Type.Optional({ ...Rule, deprecated: true, description: 'The rule of `primaryCitizenship`, under its former name.' }),
           primaryCitizenship: Rule,
           otherCitizenships: Rule,
           address: NestedRule({ subdivision: Rule, city: Rule, line1: Rule, line2: Rule, postalCode: Rule }),
@@ -124,6 +141,20 @@ export const KycProfile = component(
         address: Type.Optional(Address),
       }),
     ),
+    hint: Type.Optional({
+      ...KycHintForm,
+      deprecated: true,
+      description: 'While the profile is pending: its fields as a form, answered with `input.details`. Deprecated in favour of `verification.rules` and the flat fields.',
+    }),
+  }),
+)
+
+export const KycWarnings = component(
+  'kyc-process-warnings',
+  Type.Record(Type.String(), Type.Array(ErrorBody), {
+    description:
+      'What the update ignored, by part of the request (`input`): e.g. `verification_rule_violated` for a field whose rule (`details.rule`: ' +
+      '`editable` or `presence`) does not let the update change it (`details.property`).',
   }),
 )
 
@@ -150,13 +181,13 @@ const Person = Type.Object({
   address: Type.Optional(Address),
 })
 
-const IdentityNone = Type.Object({ code: Type.String(), status: KycStatus, type: Type.Literal('none'), verification: Type.Optional(KycVerification) }, { title: 'None' })
+const IdentityNone = Type.Object({ code: Type.String(), status: KycStatus, type: Type.Literal('none'), verification: Type.Optional(KycSubmittableVerification) }, { title: 'None' })
 const IdentityDocumentSubmission = Type.Object(
   {
     code: Type.String(),
     status: KycStatus,
     type: Type.Literal('document-submission'),
-    verification: Type.Optional(KycVerification),
+    verification: Type.Optional(KycSubmittableVerification),
     input: Type.Optional(Type.Object({ media: Type.Array(Media(IDENTITY_MEDIA_CONTEXTS)) })),
     output: Type.Optional(
       Type.Object({
@@ -167,7 +198,7 @@ const IdentityDocumentSubmission = Type.Object(
           Type.Object({ type: Type.Enum(['driving-license', 'id-card', 'passport', 'residence-permit', 'unsupported']), number: Type.String(), country: Type.String(), expiresAt: Type.Optional(Type.String()) }),
         ),
         person: Type.Optional(Person),
-        verifiedAt: Type.Optional(Timestamp),
+        verifiedAt: Timestamp,
       }),
     ),
   },
@@ -178,7 +209,7 @@ const IdentityElectronicVerification = Type.Object(
     code: Type.String(),
     status: KycStatus,
     type: Type.Literal('electronic-verification'),
-    verification: Type.Optional(KycVerification),
+    verification: Type.Optional(KycSubmittableVerification),
     input: Type.Optional(
       Type.Object({
         data: Type.Object({
@@ -195,7 +226,7 @@ const IdentityElectronicVerification = Type.Object(
       Type.Object({
         provider: Type.String(),
         reason: Type.Optional(Type.Enum(['data-mismatch', 'duplicate', 'missing-declared-information', 'underage'])),
-        verifiedAt: Type.Optional(Timestamp),
+        verifiedAt: Timestamp,
       }),
     ),
   },
@@ -203,13 +234,13 @@ const IdentityElectronicVerification = Type.Object(
 )
 export const KycIdentity = component('kyc-identity', Type.Union([IdentityNone, IdentityDocumentSubmission, IdentityElectronicVerification]))
 
-const PoaNone = Type.Object({ code: Type.String(), status: KycStatus, type: Type.Literal('none'), verification: Type.Optional(KycVerification) }, { title: 'None' })
+const PoaNone = Type.Object({ code: Type.String(), status: KycStatus, type: Type.Literal('none'), verification: Type.Optional(KycSubmittableVerification) }, { title: 'None' })
 const PoaDocumentSubmission = Type.Object(
   {
     code: Type.String(),
     status: KycStatus,
     type: Type.Literal('document-submission'),
-    verification: Type.Optional(KycVerification),
+    verification: Type.Optional(KycSubmittableVerification),
     input: Type.Optional(Type.Object({ media: Type.Array(Media(['address-proof'])) })),
     output: Type.Optional(
       Type.Object({
@@ -217,7 +248,7 @@ const PoaDocumentSubmission = Type.Object(
         providerDetails: ProviderDetails,
         reason: Type.Optional(Type.Enum(['address-mismatch', 'name-mismatch', 'provider-verification-rejected'])),
         person: Type.Optional(Type.Object({ givenName: Type.Optional(Type.String()), familyName: Type.Optional(Type.String()), address: Type.Optional(Address) })),
-        verifiedAt: Type.Optional(Timestamp),
+        verifiedAt: Timestamp,
       }),
     ),
   },
@@ -228,15 +259,32 @@ const PoaElectronicVerification = Type.Object(
     code: Type.String(),
     status: KycStatus,
     type: Type.Literal('electronic-verification'),
-    verification: Type.Optional(KycVerification),
+    verification: Type.Optional(KycSubmittableVerification),
     input: Type.Optional(Type.Object({ data: Type.Object({ givenName: Type.String(), familyName: Type.Optional(Type.String()), address: Address }) })),
     output: Type.Optional(
-      Type.Object({ provider: Type.String(), reason: Type.Optional(Type.Enum(['address-mismatch', 'name-mismatch'])), verifiedAt: Type.Optional(Timestamp) }),
+      Type.Object({ provider: Type.String(), reason: Type.Optional(Type.Enum(['address-mismatch', 'name-mismatch'])), verifiedAt: Timestamp }),
     ),
   },
   { title: 'Electronic verification' },
 )
-export const KycProofOfAddress = component('kyc-proof-of-address', Type.Union([PoaNone, PoaDocumentSubmission, PoaElectronicVerification]))
+const PoaFromIdentity = Type.Object(
+  {
+    code: Type.String(),
+    status: KycStatus,
+    type: Type.Literal('from-identity'),
+    verification: Type.Optional(KycSubmittableVerification),
+    output: Type.Optional(
+      Type.Object({
+        provider: Type.String({ description: 'Who verified the identity document.' }),
+        reason: Type.Optional(Type.Enum(['address-mismatch', 'name-mismatch'])),
+        person: Type.Optional(Type.Object({ givenName: Type.Optional(Type.String()), familyName: Type.Optional(Type.String()), address: Type.Optional(Address) })),
+        verifiedAt: Timestamp,
+      }),
+    ),
+  },
+  { title: 'From identity', description: 'Proved by the identity document, which shows the declared address of residence.' },
+)
+export const KycProofOfAddress = component('kyc-proof-of-address', Type.Union([PoaNone, PoaDocumentSubmission, PoaElectronicVerification, PoaFromIdentity]))
 
 export const KycCustomerDueDiligence = component(
   'kyc-customer-due-diligence',
@@ -256,7 +304,7 @@ export const KycCryptoRiskAssessment = component(
   'kyc-crypto-risk-assessment',
   envelope({
     input: Type.Optional(FormInput),
-    output: Type.Optional(Type.Object({ result: Result, attempts: Attempts, verifiedAt: Type.Optional(Timestamp) })),
+    output: Type.Optional(Type.Object({ result: Result, attempts: AttemptsWithRetry, offboard: Type.Optional(Offboard), verifiedAt: Type.Optional(Timestamp) })),
     hint: Type.Optional(KycHintForm),
   }),
 )
@@ -265,7 +313,9 @@ export const KycSelfCategorizationStatement = component(
   'kyc-self-categorization-statement',
   envelope({
     input: Type.Optional(FormInput),
-    output: Type.Optional(Type.Object({ result: Result, attempts: Type.Optional(Attempts), expiresAt: Type.Optional(Timestamp), verifiedAt: Type.Optional(Timestamp) })),
+    output: Type.Optional(
+      Type.Object({ result: Result, attempts: Type.Optional(Attempts), offboard: Type.Optional(Offboard), expiresAt: Type.Optional(Timestamp), verifiedAt: Type.Optional(Timestamp) }),
+    ),
     hint: Type.Optional(KycHintForm),
   }),
 )
@@ -341,8 +391,23 @@ export const UpdateProfileBody = component(
           primaryCitizenship: Type.Optional(CountryCode),
           otherCitizenships: Type.Optional(Type.Array(CountryCode, { maxItems: 10, uniqueItems: true })),
           address: Type.Optional(AddressUpdate),
+          citizenshipCountry: Type.Optional({ ...CountryCode, deprecated: true, description: 'Former name of `primaryCitizenship`; when both are given they must agree.' }),
+          details: Type.Optional(
+            Type.Record(Type.String(), Type.Unknown(), {
+              deprecated: true,
+              description:
+                'The profile\'s form (its `hint`) answered, in place of the flat fields: validated against the hint\'s schema, and sent alone. ' +
+                'Deprecated in favour of the flat fields.',
+            }),
+          ),
         },
-        { additionalProperties: false, minProperties: 1 },
+        {
+          additionalProperties: false,
+          minProperties: 1,
+          // `details` comes alone.
+          if: { required: ['details'] },
+          then: { maxProperties: 1 },
+        },
       ),
     },
     { additionalProperties: false },
@@ -568,7 +633,7 @@ export type UpdateTaxDetailsBody = Static<typeof UpdateTaxDetailsBody>
 
 /** One process as answered by a PATCH: `{ <process key>: process }`. */
 export const ProcessResponses = {
-  profile: component('update-kyc-profile-response', Type.Object({ profile: KycProfile })),
+  profile: component('update-kyc-profile-response', Type.Object({ profile: KycProfile, warnings: Type.Optional(KycWarnings) })),
   address: component('update-kyc-address-response', Type.Object({ address: KycAddress })),
   email: component('update-kyc-email-response', Type.Object({ email: KycEmail })),
   phone: component('update-kyc-phone-response', Type.Object({ phone: KycPhone })),

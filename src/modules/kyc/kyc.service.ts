@@ -2,6 +2,7 @@ import { parsePhoneNumberFromString } from 'libphonenumber-js/max'
 import { isUniqueViolation } from '../../db/errors.ts'
 import type { Db, KycProcessRow, Tx } from '../../db/schema.ts'
 import type { Principal } from '../../http/principal.ts'
+import type { Schedules } from '../../jobs/schedules.ts'
 import { conflict, DomainError, notFound, operationNotAllowed, requestInvalid } from '../../lib/errors.ts'
 import type { EvidenceFile, KycProvider, PersonData, PostalAddress } from '../../providers/kyc/kyc-provider.ts'
 import { recordEvent } from '../events/index.ts'
@@ -9,6 +10,7 @@ import type { CountriesService } from '../reference/index.ts'
 import { checkBirthdate, checkPastTimestamp, type Profile, type UsersService } from '../users/index.ts'
 import { CRYPTO_RISK_ASSESSMENT_FORM, CUSTOMER_DUE_DILIGENCE_FORM, TAX_DETAILS_FORM } from './due-diligence-forms.ts'
 import { answerViolations, DEFAULT_FORM_LOCALE, hintOf, isComplete, negotiateFormLocale, type FormDefinition, type FormLocale } from './forms.ts'
+import { detailsViolations, profileFormHint, type ProfileRule, type ProfileRules } from './profile-form.ts'
 import {
   initialStatus,
   KYC_PROCESS_CODES,
@@ -39,7 +41,7 @@ import type {
   UpdateSelfCategorizationBody,
   UpdateTaxDetailsBody,
 } from './kyc.schemas.ts'
-import { SELF_CATEGORIZATION_FORM } from './self-categorization.ts'
+import { SELF_CATEGORIZATION_EXPIRY_SCHEDULE, SELF_CATEGORIZATION_FORM, statementExpired } from './self-categorization.ts'
 
 /** The files module's check that a file was uploaded by the user: 404 when unknown or foreign, 409 while pending. */
 export interface UploadedFiles {
@@ -223,6 +225,17 @@ function splitName(fullName: string | undefined): { givenName?: string; familyNa
   return words.length < 2 ? { givenName: words[0] } : { givenName: words.slice(0, -1).join(' '), familyName: words.at(-1) }
 }
 
+/** Identity documents that show the holder's address. */
+const ADDRESS_DOCUMENTS: ReadonlySet<string> = new Set(['driving-license', 'id-card', 'residence-permit'])
+
+/** Whether an address read from a document is the declared (complete) residence: same country, first line and postal code. */
+function sameResidence(read: PostalAddress, declared: Profile['address']): boolean {
+  if (!declared || !addressComplete(declared)) return false
+  const text = (value: string | undefined) => (value ?? '').trim().replace(/\s+/g, ' ').toLowerCase()
+  const code = (value: string | undefined) => (value ?? '').replace(/\s+/g, '').toUpperCase()
+  return read.country === declared.country && text(read.line1) === text(declared.line1) && code(read.postalCode) === code(declared.postalCode)
+}
+
 const PO_BOX = /\b(?:p\.?\s*o\.?\s*box|post\s+office\s+box)\b/i
 
 export interface KycProcessStatus {
@@ -279,8 +292,9 @@ export class KycService {
     const language = localeOf(acceptLanguage)
     const target = await this.target(principal.organizationId, principal.userId)
     const records = await this.records(target)
+    const rules = profileRules(subdivisionRefusal(target.declared.profile, records['proof-of-address']) === null)
     const processes = Object.fromEntries(
-      KYC_PROCESS_CODES.map((code) => [KYC_PROCESSES[code], viewOf(records[code], detailed.includes(KYC_PROCESSES[code]) ? language : null)]),
+      KYC_PROCESS_CODES.map((code) => [KYC_PROCESSES[code], viewOf(records[code], detailed.includes(KYC_PROCESSES[code]) ? language : null, rules)]),
     )
     return { body: { summary: this.summaryOf(target, records), processes } as unknown as KycOverview, language }
   }
@@ -364,6 +378,10 @@ export class KycService {
     return this.target(principal.organizationId, principal.userId)
   }
 
+  private isTestPhoneNumber(number: string, country: string): boolean {
+    return this.provider?.isTestPhoneNumber?.(number, country) ?? false
+  }
+
   async updatePhone(principal: Principal, body: UpdatePhoneBody): Promise<{ phone: JsonObject }> {
     const now = new Date()
     checkVerifiedAt(body.output?.verifiedAt, now)
@@ -372,28 +390,32 @@ export class KycService {
     const record = await this.change(target, ['phone'], async ({ tx, records, save }) => {
       const current = records.get('phone')!
       const output = body.output ? { verifiedAt: new Date(body.output.verifiedAt).toISOString() } : null
+      // A sandbox test number belongs to nobody: any number of users may verify it.
+      const key = (number: string, country: string) => (this.isTestPhoneNumber(number, country) ? null : number)
       if (!phone) {
         const registered = current.input !== null
         const status = move('phone', current.status, { type: 'verify', registered })
-        await save({ ...current, status, output, verifiedKey: current.input!.phone as string })
+        await save({ ...current, status, output, verifiedKey: key(current.input!.phone as string, current.input!.country as string) })
         return records.get('phone')!
       }
       const status = move('phone', current.status, output ? { type: 'attest', approved: true } : { type: 'register' })
-      if (await repository.verifiedByAnother(tx, target.organizationId, target.userId, 'phone', phone.number)) {
+      const verifiedKey = key(phone.number, phone.country)
+      if (verifiedKey !== null && (await repository.verifiedByAnother(tx, target.organizationId, target.userId, 'phone', phone.number))) {
         throw conflict('phone_already_exists', 'The provided phone is already in use by another user')
       }
-      await save({ ...current, status, input: { phone: phone.number, country: phone.country }, output, verifiedKey: output ? phone.number : null })
+      await save({ ...current, status, input: { phone: phone.number, country: phone.country }, output, verifiedKey: output ? verifiedKey : null })
       await this.users.changeDeclared(tx, target.organizationId, target.userId, { profile: (p) => ({ ...p, phone }) })
       return records.get('phone')!
     })
     return { phone: viewOf(record, null) }
   }
 
-  /** The number in E.164, valid for the country, where this deployment accepts phones of that country. */
+  /** The number in E.164, valid for the country (or one of the sandbox's test numbers), where this deployment accepts phones of that country. */
   private checkPhone(number: string, country: string): { number: string; country: string } {
     if (!this.countries.supports(country, 'phone')) {
       throw conflict('country_not_supported', 'The country is not supported', { context: 'body', property: 'input.country' })
     }
+    if (this.isTestPhoneNumber(number, country)) return { number, country }
     const parsed = parsePhoneNumberFromString(number)
     if (!parsed || !parsed.isValid() || parsed.country !== country) throw conflict('phone_invalid', 'The phone number is invalid')
     return { number: parsed.number, country }
@@ -419,22 +441,53 @@ export class KycService {
     return { email: viewOf(record, null) }
   }
 
-  async updateProfile(principal: Principal, body: UpdateProfileBody): Promise<{ profile: JsonObject }> {
-    const { input } = body
+  /**
+   * Changes the declared profile: the flat fields (`citizenshipCountry` being the former name of
+   * `primaryCitizenship`) or, deprecated, `details` answering the profile's form. Fields the rules do not let the
+   * update change are ignored, each with a warning.
+   */
+  async updateProfile(
+    principal: Principal,
+    body: UpdateProfileBody,
+    acceptLanguage?: string,
+  ): Promise<{ body: { profile: JsonObject; warnings?: Record<string, Warning[]> }; language: FormLocale | null }> {
+    // The deprecated form answers with its hint while the profile is pending, in the language asked for.
+    const language = body.input.details === undefined ? null : localeOf(acceptLanguage)
+    const target = await this.acting(principal)
+    const records = await this.records(target)
+    const declaredProfile = target.declared.profile
+    const rules = profileRules(subdivisionRefusal(declaredProfile, records['proof-of-address']) === null)
+    const { details, citizenshipCountry, ...flat } = body.input
+    let base = 'input'
+    let requested: ProfileInput
+    if (details !== undefined) {
+      const violations = detailsViolations(rules, profileInput(declaredProfile), details)
+      if (violations.length > 0) throw requestInvalid('body', violations)
+      base = 'input.details'
+      requested = details as ProfileInput
+    } else {
+      if (citizenshipCountry !== undefined && flat.primaryCitizenship !== undefined && citizenshipCountry !== flat.primaryCitizenship) {
+        throw requestInvalid('body', [{ property: 'input.citizenshipCountry', rule: 'const', ruleParams: { allowedValue: flat.primaryCitizenship } }])
+      }
+      requested = citizenshipCountry === undefined ? flat : { ...flat, primaryCitizenship: citizenshipCountry }
+    }
+    const { input, warnings } = applyRules(requested, rules, declaredProfile, base)
+
     const now = new Date()
     if (input.birthdate !== undefined) {
       const error = checkBirthdate(input.birthdate, now)
-      if (error) throw new DomainError(error.code, error.message, { details: { ...error.details, property: 'input.birthdate' } })
+      if (error) throw new DomainError(error.code, error.message, { details: { ...error.details, property: `${base}.birthdate` } })
     }
-    const unsupported = (property: string) => conflict('country_not_supported', 'The country is not supported', { context: 'body', property })
-    if (input.primaryCitizenship !== undefined && !this.countries.supports(input.primaryCitizenship, 'citizenship')) throw unsupported('input.primaryCitizenship')
+    const unsupported = (property: string) => conflict('country_not_supported', 'The country is not supported', { context: 'body', property: `${base}.${property}` })
+    if (input.primaryCitizenship !== undefined && !this.countries.supports(input.primaryCitizenship, 'citizenship')) {
+      throw unsupported(details === undefined && citizenshipCountry !== undefined && flat.primaryCitizenship === undefined ? 'citizenshipCountry' : 'primaryCitizenship')
+    }
     input.otherCitizenships?.forEach((code, i) => {
-      if (!this.countries.supports(code, 'citizenship')) throw unsupported(`input.otherCitizenships[${i}]`)
+      if (!this.countries.supports(code, 'citizenship')) throw unsupported(`otherCitizenships[${i}]`)
     })
-    if (input.birthplace !== undefined && !this.countries.supports(input.birthplace.country)) throw unsupported('input.birthplace.country')
-    const target = await this.acting(principal)
-    this.checkAddressUpdate(target, input.address, 'input.address')
-    const records = await this.declare(target, (profile) =>
+    if (input.birthplace !== undefined && !this.countries.supports(input.birthplace.country)) throw unsupported('birthplace.country')
+    this.checkAddressUpdate(target, input.address, `${base}.address`)
+    const declared = await this.declare(target, (profile) =>
       definedOnly({
         ...profile,
         fullName: input.fullName ?? profile.fullName,
@@ -446,13 +499,20 @@ export class KycService {
         address: mergeAddress(profile.address, input.address),
       }),
     )
-    return { profile: viewOf(records.get('profile')!, null) }
+    const profile = viewOf(declared.get('profile')!, language, rules)
+    return { body: warnings.length > 0 ? { profile, warnings: { input: warnings } } : { profile }, language }
   }
 
   async updateAddress(principal: Principal, body: UpdateAddressBody): Promise<{ address: JsonObject }> {
     const target = await this.acting(principal)
-    this.checkAddressUpdate(target, body.input.address, 'input.address')
-    const records = await this.declare(target, (profile) => ({ ...profile, address: mergeAddress(profile.address, body.input.address) }))
+    const { address } = body.input
+    this.checkAddressUpdate(target, address, 'input.address')
+    const declared = target.declared.profile.address
+    if (address.subdivision !== undefined && address.subdivision !== declared?.subdivision) {
+      const refusal = subdivisionRefusal(target.declared.profile, (await this.records(target))['proof-of-address'])
+      if (refusal !== null) throw operationNotAllowed(SUBDIVISION_REFUSALS[refusal], [refusal])
+    }
+    const records = await this.declare(target, (profile) => ({ ...profile, address: mergeAddress(profile.address, address) }))
     return { address: viewOf(records.get('address')!, null) }
   }
 
@@ -523,6 +583,7 @@ export class KycService {
 
     if (output) {
       const record = await this.attest(target, 'identity', body.type, input, output)
+      await this.proofOfAddressFromIdentity(target, record)
       await this.runAutomaticChecks(target)
       return { identity: viewOf(record, null) }
     }
@@ -552,7 +613,37 @@ export class KycService {
         }),
       }
     })
+    await this.proofOfAddressFromIdentity(target, record)
     return { identity: viewOf(record, null) }
+  }
+
+  /**
+   * A verified identity document that shows the declared address of residence (a driving licence, an identity card
+   * or a residence permit; a passport shows none) proves it too: a proof of address still to be given (`pending` or
+   * `failed`) becomes `ok`, of type `from-identity`, with the identity's provider, model and verification time.
+   */
+  private async proofOfAddressFromIdentity(target: Target, identity: ProcessRecord): Promise<void> {
+    const output = identity.output ?? {}
+    const person = output.person as { givenName?: string; familyName?: string; address?: PostalAddress } | undefined
+    const document = output.document as { type?: string } | undefined
+    if (identity.status !== 'ok' || !ADDRESS_DOCUMENTS.has(document?.type ?? '')) return
+    if (!person?.address || !sameResidence(person.address, target.declared.profile.address)) return
+    await this.change(target, ['proof-of-address'], async ({ records, save }) => {
+      const current = records.get('proof-of-address')!
+      if (current.status !== 'pending' && current.status !== 'failed') return
+      await save({
+        ...current,
+        status: move('proof-of-address', current.status, { type: 'derive' }),
+        model: identity.model,
+        type: 'from-identity',
+        input: null,
+        output: definedOnly({
+          provider: output.provider,
+          person: definedOnly({ givenName: person.givenName, familyName: person.familyName, address: person.address }),
+          verifiedAt: output.verifiedAt,
+        }),
+      })
+    })
   }
 
   /** The client attests a check it ran itself (partner-verified): the process is ok with the client's output. */
@@ -725,6 +816,13 @@ export class KycService {
     const codes: KycProcessCode[] = code === 'customer-due-diligence' ? [code, 'enhanced-due-diligence'] : [code]
     const record = await this.change(target, codes, async ({ records, save }) => {
       const current = records.get(code)!
+      const now = new Date()
+      const retryAt = retryAtOf(current)
+      if (retryAt !== null && retryAt > now) {
+        throw new DomainError('operation_not_allowed', `The next attempt may start at ${retryAt.toISOString()}`, {
+          details: { reasons: ['kyc-process-update-not-allowed'], retryAt: retryAt.toISOString() },
+        })
+      }
       const left = attemptsLeft(code, current)
       const answering = move(code, current.status, { type: 'answer', attemptsLeft: left })
       const answered = answeredOf(current)
@@ -736,19 +834,28 @@ export class KycService {
       const input = code === 'tax-details' ? merged : { formId: form.id, answers: merged }
       const used = current.state.attemptsUsed ?? 0
       const complete = isComplete(form, nowAnswered)
+      // A rejection while attempts remain leaves the form to be answered again, from the start.
+      const concluded = (status: KycStatus, output: JsonObject): ProcessRecord =>
+        status === 'pending'
+          ? { ...current, status, input: null, output, state: { answered: [], attemptsUsed: used + 1 } }
+          : { ...current, status, input, output, state: { answered: nowAnswered, attemptsUsed: used + 1 } }
 
       let next: ProcessRecord
       if (attested) {
         if (!complete) throw operationNotAllowed('The outcome can only be given with the last answers of the form', ['form-incomplete'])
-        const status = move(code, current.status, { type: 'attest', approved: attested.approved, attemptsLeft: left })
-        next = { ...current, status, model: 'partner-verified', input, output: attested.output, state: { answered: nowAnswered, attemptsUsed: used + 1 } }
+        const attempts = attested.output.attempts as { used: number; maximum: number } | undefined
+        const retry = !attested.approved && attempts !== undefined && attempts.used < attempts.maximum
+        const status = move(code, current.status, { type: 'attest', approved: attested.approved, attemptsLeft: left, retry })
+        next = { ...concluded(status, withOffboard(code, status, attested.output, now)), model: 'partner-verified' }
       } else if (complete) {
         const review = form.review(merged)
-        const status = move(code, answering, { type: 'review', approved: review.approved })
-        const verifiedAt = new Date()
-        next = { ...current, status, input, output: formOutput(code, form, review, used + 1, verifiedAt), state: { answered: nowAnswered, attemptsUsed: used + 1 } }
+        const retry = !review.approved && used + 1 < form.maxAttempts
+        const status = move(code, answering, { type: 'review', approved: review.approved, retry })
+        next = concluded(status, withOffboard(code, status, formOutput(code, form, review, used + 1, now, retry), now))
       } else {
-        next = { ...current, status: answering, input, output: null, state: { answered: nowAnswered, attemptsUsed: used } }
+        // The outcome of a rejected attempt stays on view while the next one is answered.
+        const output = current.output?.result === 'rejected' && current.status === 'pending' ? current.output : null
+        next = { ...current, status: answering, input, output, state: { answered: nowAnswered, attemptsUsed: used } }
       }
       await save(next)
       if (code === 'customer-due-diligence' && next.status === 'ok') {
@@ -790,6 +897,49 @@ export class KycService {
       await save({ ...current, status: move(code, current.status, { type: 'conclude', approved }), output: { result: approved ? 'approved' : 'rejected' } })
     })
   }
+
+  // Expiry
+
+  /** Registers `kyc.self-categorization-expiry`: every minute, the statements expired by then return to `pending`. */
+  registerSchedules(schedules: Schedules): void {
+    schedules.register({ name: SELF_CATEGORIZATION_EXPIRY_SCHEDULE, periodMs: 60_000, run: async ({ periodStart }) => void (await this.expireSelfCategorizations(periodStart)) })
+  }
+
+  /**
+   * Returns to `pending` every approved self-categorization statement whose validity ended by `at`, each through the
+   * state machine with its status event, as any change of the user's KYC: the user gives the statement again,
+   * every category from the start, with the attempts of a new statement (the last answers and outcome stay on
+   * view until then). Answers how many expired. A statement changed meanwhile (already expired by another run,
+   * answered again) is left as it is, so running this twice does nothing more.
+   */
+  async expireSelfCategorizations(at: Date): Promise<number> {
+    const code = 'self-categorization-statement'
+    let expired = 0
+    let after: { organizationId: string; userId: string } | null = null
+    for (;;) {
+      const page = await repository.findExpiredStatements(this.db, at.toISOString(), after, 100)
+      for (const row of page) {
+        let target: Target
+        try {
+          target = await this.target(row.organization_id, row.user_id)
+        } catch (error) {
+          // A user deleted (or no longer an individual) has no KYC to keep up to date.
+          if (error instanceof DomainError && error.code === 'entity_not_found') continue
+          throw error
+        }
+        const changed = await this.change(target, [code], async ({ records, save }) => {
+          const current = records.get(code)!
+          if (current.status !== 'ok' || !statementExpired(current.output, at)) return false
+          await save({ ...current, status: move(code, current.status, { type: 'expire' }), state: { answered: [], attemptsUsed: 0 } })
+          return true
+        })
+        if (changed) expired++
+      }
+      if (page.length < 100) return expired
+      const last = page[page.length - 1]!
+      after = { organizationId: last.organization_id, userId: last.user_id }
+    }
+  }
 }
 
 /** The person as identity outputs show it (the reference's shape: no citizenship). */
@@ -797,18 +947,36 @@ function personOutput(person: PersonData): JsonObject {
   return definedOnly({ givenName: person.givenName, familyName: person.familyName, birthdate: person.birthdate, gender: person.gender, address: person.address })
 }
 
+/** How long after a form's last rejection the user's relationship is wound down (`output.offboard.endsAt`). */
+const OFFBOARD_PERIOD_MS = 30 * 24 * 3600 * 1000
+const OFFBOARDING_FORMS: ReadonlySet<FormCode> = new Set(['crypto-risk-assessment', 'self-categorization-statement'])
+
+/** A form rejected on its last attempt offboards the user: the output says until when. */
+function withOffboard(code: FormCode, status: KycStatus, output: JsonObject, at: Date): JsonObject {
+  if (status !== 'failed' || !OFFBOARDING_FORMS.has(code)) return output
+  return { ...output, offboard: { endsAt: new Date(at.getTime() + OFFBOARD_PERIOD_MS).toISOString() } }
+}
+
+/** When the next attempt of a form rejected with attempts left may start; null when it may now. */
+function retryAtOf(record: ProcessRecord): Date | null {
+  const retryAt = (record.output?.attempts as { retryAt?: unknown } | undefined)?.retryAt
+  return record.status === 'pending' && typeof retryAt === 'string' ? new Date(retryAt) : null
+}
+
 function iso(value: string): string {
   return new Date(value).toISOString()
 }
 
-function formOutput(code: FormCode, form: FormDefinition, review: { approved: boolean; score?: string }, used: number, verifiedAt: Date): JsonObject {
+function formOutput(code: FormCode, form: FormDefinition, review: { approved: boolean; score?: string }, used: number, verifiedAt: Date, retry: boolean): JsonObject {
   const result = review.approved ? 'approved' : 'rejected'
   const expiresAt = new Date(verifiedAt.getTime() + VALIDITY_MS).toISOString()
   switch (code) {
     case 'self-categorization-statement':
       return definedOnly({ result, attempts: { used, maximum: form.maxAttempts }, expiresAt: review.approved ? expiresAt : undefined, verifiedAt: verifiedAt.toISOString() })
-    case 'crypto-risk-assessment':
-      return { result, attempts: { used, maximum: form.maxAttempts }, verifiedAt: verifiedAt.toISOString() }
+    case 'crypto-risk-assessment': {
+      const retryAt = retry && form.retryDelayMs !== undefined ? new Date(verifiedAt.getTime() + form.retryDelayMs).toISOString() : undefined
+      return { result, attempts: definedOnly({ used, maximum: form.maxAttempts, retryAt }), verifiedAt: verifiedAt.toISOString() }
+    }
     case 'customer-due-diligence':
       return { score: review.score ?? 'low', expiresAt, verifiedAt: verifiedAt.toISOString() }
     case 'tax-details':
@@ -832,38 +1000,112 @@ function localeOf(acceptLanguage: string | undefined): FormLocale {
   return locale
 }
 
-const rule = (presence: 'required' | 'optional', editable = true) => ({ presence, editable })
-/** What makes the profile complete (`required`) and what an update may change; the residence country may not. */
-const PROFILE_RULES = {
-  fullName: rule('required'),
-  birthdate: rule('required'),
-  birthplace: { ...rule('optional'), rules: { country: rule('required'), town: rule('required') } },
-  primaryCitizenship: rule('required'),
-  otherCitizenships: rule('optional'),
-  address: {
-    ...rule('required'),
-    rules: { subdivision: rule('optional'), city: rule('required'), line1: rule('required'), line2: rule('optional'), postalCode: rule('required') },
-  },
+const rule = (presence: ProfileRule['presence'], editable = true): ProfileRule => ({ presence, editable })
+
+/** Residence countries where the region decides what a resident may do (state licensing in the United States): it is declared once. */
+const FIXED_SUBDIVISION_COUNTRIES: ReadonlySet<string> = new Set(['US'])
+
+const SUBDIVISION_REFUSALS = {
+  'subdivision-update-restricted-by-residence-country': 'Subdivision update is restricted by residence country',
+  'subdivision-update-non-authoritative-proof-of-address': "Partner-verified 'proof-of-address' is required to update subdivision",
+} as const
+type SubdivisionRefusal = keyof typeof SUBDIVISION_REFUSALS
+
+/**
+ * Why the declared region of residence may not change now, or null when it may: it may be declared when there is
+ * none, and changed only on an address the client itself verified (a partner-verified proof of address), since the
+ * region decides which rules apply to the user.
+ */
+function subdivisionRefusal(profile: Profile, proofOfAddress: ProcessRecord): SubdivisionRefusal | null {
+  const address = profile.address
+  if (address?.subdivision === undefined) return null
+  if (FIXED_SUBDIVISION_COUNTRIES.has(address.country)) return 'subdivision-update-restricted-by-residence-country'
+  if (proofOfAddress.status !== 'ok' || proofOfAddress.model !== 'partner-verified') return 'subdivision-update-non-authoritative-proof-of-address'
+  return null
 }
 
-/** A process as served; with a language, forms that still have questions carry their `hint`. */
-export function viewOf(record: ProcessRecord, hintLanguage: FormLocale | null): JsonObject {
+/** What makes the profile complete (`required`) and what an update may change; the residence country never changes. */
+function profileRules(subdivisionEditable: boolean): ProfileRules {
+  return {
+    fullName: rule('required'),
+    birthdate: rule('required'),
+    birthplace: { ...rule('optional'), rules: { country: rule('required'), town: rule('required') } },
+    citizenshipCountry: rule('required'),
+    primaryCitizenship: rule('required'),
+    otherCitizenships: rule('optional'),
+    address: {
+      ...rule('required'),
+      rules: { subdivision: rule('optional', subdivisionEditable), city: rule('required'), line1: rule('required'), line2: rule('optional'), postalCode: rule('required') },
+    },
+  }
+}
+
+type ProfileInput = Omit<UpdateProfileBody['input'], 'details' | 'citizenshipCountry'>
+type Warning = { code: string; message: string; details: JsonObject }
+
+/**
+ * The fields of `input` the rules let the update change; the others are dropped, each with a warning (a field
+ * sent with the value it already has changes nothing and is dropped silently).
+ */
+function applyRules(input: ProfileInput, rules: ProfileRules, declared: Profile, base: string): { input: ProfileInput; warnings: Warning[] } {
+  const warnings: Warning[] = []
+  const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
+  const allowed = (value: unknown, current: unknown, fieldRule: ProfileRule, property: string): boolean => {
+    if (fieldRule.presence !== 'disallowed' && fieldRule.editable) return true
+    if (!same(value, current)) {
+      const disallowed = fieldRule.presence === 'disallowed'
+      warnings.push({
+        code: 'verification_rule_violated',
+        message: `Field '${property}' was ignored as ${disallowed ? 'its presence is disallowed' : 'it is not editable'}`,
+        details: { property, rule: disallowed ? 'presence' : 'editable' },
+      })
+    }
+    return false
+  }
+  const kept: JsonObject = {}
+  for (const [field, value] of Object.entries(input)) {
+    if (value === undefined) continue
+    if (field !== 'address') {
+      if (allowed(value, declared[field as keyof Profile], rules[field as keyof ProfileRules], `${base}.${field}`)) kept[field] = value
+      continue
+    }
+    const address: JsonObject = {}
+    for (const [part, partValue] of Object.entries(value as JsonObject)) {
+      const partRule = rules.address.rules[part as keyof ProfileRules['address']['rules']]
+      if (allowed(partValue, declared.address?.[part as keyof NonNullable<Profile['address']>], partRule, `${base}.address.${part}`)) address[part] = partValue
+    }
+    if (Object.keys(address).length > 0) kept.address = address
+  }
+  return { input: kept as ProfileInput, warnings }
+}
+
+/** A process as served; with a language, forms (and a pending profile) that still have questions carry their `hint`. */
+export function viewOf(record: ProcessRecord, hintLanguage: FormLocale | null, rules: ProfileRules = profileRules(true)): JsonObject {
   const { code } = record
+  const derived = record.type === 'from-identity'
   const verification = definedOnly({
     model: record.model,
-    method: PROCESS_KINDS[code] === 'automatic' ? 'automatic' : 'manual',
-    triggers: code === 'screening' ? ['profile', 'identity'] : undefined,
+    method: PROCESS_KINDS[code] === 'automatic' || derived ? 'automatic' : 'manual',
+    triggers: code === 'screening' ? ['profile', 'identity'] : derived ? ['identity'] : undefined,
     dependencies: DEPENDENCIES[code] ?? [],
     submittable: code === 'identity' || code === 'proof-of-address' ? record.status === 'pending' || record.status === 'failed' : undefined,
-    rules: code === 'profile' ? PROFILE_RULES : undefined,
+    rules: code === 'profile' ? rules : undefined,
   })
   const view: JsonObject = { code, status: record.status }
   if (code === 'identity' || code === 'proof-of-address') view.type = record.type ?? 'none'
   view.verification = verification
   if (record.input !== null && !(view.type === 'none')) view.input = record.input
-  if (record.output !== null && !(view.type === 'none')) view.output = record.output
+  if (record.output !== null && !(view.type === 'none')) view.output = offboardView(record.output)
   if (isFormCode(code) && hintLanguage !== null && formOpen(code, record)) view.hint = hintOf(FORMS[code], answeredOf(record), hintLanguage ?? DEFAULT_FORM_LOCALE)
+  if (code === 'profile' && hintLanguage !== null && record.status === 'pending') view.hint = profileFormHint(rules, record.input ?? {}, hintLanguage)
   return view
+}
+
+/** An offboarding is complete once its period is over. */
+function offboardView(output: JsonObject): JsonObject {
+  const offboard = output.offboard as { endsAt?: unknown; completedAt?: unknown } | undefined
+  if (typeof offboard?.endsAt !== 'string' || offboard.completedAt !== undefined || Date.parse(offboard.endsAt) > Date.now()) return output
+  return { ...output, offboard: { ...offboard, completedAt: offboard.endsAt } }
 }
 
 export type { KycProcessKey }

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test'
 import { createAjv, isVisible, type UISchemaElement } from '@jsonforms/core'
 import fc from 'fast-check'
 import { answerViolations, hintOf, isComplete, negotiateFormLocale, remainingSchema } from './forms.ts'
-import { SELF_CATEGORIZATION_FORM as FORM, SELF_CATEGORIZATION_FORM_ID, PERCENTAGE_PATTERN } from './self-categorization.ts'
+import { SELF_CATEGORIZATION_FORM as FORM, SELF_CATEGORIZATION_FORM_ID, PERCENTAGE_PATTERN, statementExpired } from './self-categorization.ts'
 
 const profile = (answers: Record<string, unknown>) => ({ 'investor-profile': answers })
 const complete = {
@@ -140,5 +140,24 @@ describe('Accept-Language', () => {
     assert.equal(negotiateFormLocale('fr;q=0, en'), 'en')
     assert.equal(negotiateFormLocale('not a locale!'), null)
     assert.equal(negotiateFormLocale('en;q=2'), null)
+  })
+})
+
+describe('self-categorization expiry', () => {
+  const approved = (expiresAt: unknown) => ({ result: 'approved', attempts: { used: 1, maximum: 30 }, expiresAt, verifiedAt: '2025-01-01T00:00:00.000Z' })
+  const at = new Date('2026-01-01T00:00:00.000Z')
+
+  test('an approved statement expires at its expiresAt, not before', () => {
+    assert.equal(statementExpired(approved('2026-01-01T00:00:00.001Z'), at), false)
+    assert.equal(statementExpired(approved('2026-01-01T00:00:00.000Z'), at), true)
+    assert.equal(statementExpired(approved('2025-06-30T12:00:00.000Z'), at), true)
+  })
+
+  test('a rejected statement, one without an outcome, or one without a readable expiresAt never expires', () => {
+    assert.equal(statementExpired({ result: 'rejected', expiresAt: '2020-01-01T00:00:00.000Z' }, at), false)
+    assert.equal(statementExpired(null, at), false)
+    assert.equal(statementExpired(approved(undefined), at), false)
+    assert.equal(statementExpired(approved('not a time'), at), false)
+    assert.equal(statementExpired(approved(1_000), at), false)
   })
 })

@@ -143,3 +143,16 @@ export const SELF_CATEGORIZATION_FORM: FormDefinition = {
     return { approved: below10('invested-less-than-10-percent', 'invested-percentage') && below10('invest-less-than-10-percent', 'invest-percentage') }
   },
 }
+
+/** The recurring job that returns expired statements to `pending` (src/jobs/schedules.ts). */
+export const SELF_CATEGORIZATION_EXPIRY_SCHEDULE = 'kyc.self-categorization-expiry'
+
+/**
+ * Whether an approved statement's validity has ended at `at` (its `output.expiresAt` is not after it): the user must
+ * then give the statement again. A statement without a readable `expiresAt` never ends.
+ */
+export function statementExpired(output: Readonly<Record<string, unknown>> | null, at: Date): boolean {
+  if (output?.result !== 'approved' || typeof output.expiresAt !== 'string') return false
+  const expiresAt = Date.parse(output.expiresAt)
+  return !Number.isNaN(expiresAt) && expiresAt <= at.getTime()
+}

@@ -52,7 +52,7 @@ export const JsonPatchOperations = component(
 
 export const MetadataParams = Type.Object({
   entity: Type.Enum([...METADATA_ENTITIES], { description: 'The kind of entity.' }),
-  entityId: Type.String({ minLength: 1, maxLength: 100, description: 'The entity id; `me` for the user the request acts for.' }),
+  entityId: Type.Union([Type.String({ format: 'uuid' }), Type.Literal('me')], { description: 'The entity id; `me` for the user the request acts for.' }),
 })
 
 const EntityTag = (description: string) => Type.Optional(Type.String({ maxLength: 2000, description }))

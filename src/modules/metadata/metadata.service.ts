@@ -16,8 +16,8 @@ export const METADATA_ENTITIES: readonly MetadataEntity[] = ['accounts', 'extern
 const singular = (entity: MetadataEntity) => entity.replace(/s$/, '')
 
 /**
- * Finds the instance an `{entityId}` of the path names for the caller: its id when the caller may use
- * it, null when it does not exist for them. Each entity's module registers its own.
+ * Finds the instance an `{entityId}` of the path (a lower-case UUID) names for the caller: its id when the caller
+ * may use it, null when it does not exist for them. Each entity's module registers its own.
  */
 export type EntityResolver = (principal: Principal, entityId: string) => Promise<string | null>
 
@@ -79,7 +79,9 @@ export class MetadataService {
 
   private async keyFor(principal: Principal, entity: MetadataEntity, entityId: string): Promise<MetadataKey> {
     const resolver = this.resolvers.get(entity)
-    const id = resolver ? await resolver(principal, entityId) : null
+    // `me` names the acting user, among users only; any other id arrives a canonical UUID (src/http/path-ids.ts).
+    const named = entityId === 'me' ? (entity === 'users' ? principal.userId : null) : entityId
+    const id = resolver && named !== null ? await resolver(principal, named) : null
     if (id === null) throw notFound(singular(entity))
     return { organizationId: principal.organizationId, entityType: entity, entityId: id }
   }

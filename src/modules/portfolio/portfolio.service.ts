@@ -322,9 +322,9 @@ export class PortfolioService {
     const ownerId = actingUser(principal)
     let rows: PortfolioPositionRow[]
     if (target.kind === 'account') {
-      const account = isUuid(target.accountId) ? await this.accounts.owned(principal, target.accountId.toLowerCase()) : undefined
+      const account = await this.accounts.owned(principal, target.accountId)
       if (!account) throw notFound('account')
-      rows = await repository.findPositions(this.db, principal.organizationId, [target.accountId.toLowerCase()])
+      rows = await repository.findPositions(this.db, principal.organizationId, [target.accountId])
     } else if (target.kind === 'asset') {
       if (this.assets.decimalsOf(target.asset) === undefined) throw notFound('asset')
       rows = await repository.positionsOf(this.db, principal.organizationId, ownerId, [target.asset])

@@ -3,6 +3,7 @@ import type { Db, QuoteRow, Tx } from '../../db/schema.ts'
 import type { Principal } from '../../http/principal.ts'
 import { DomainError, notFound, operationNotAllowed } from '../../lib/errors.ts'
 import { isUuid, uuidv7 } from '../../lib/ids.ts'
+import { auditObject } from '../audit/index.ts'
 import { formatAmount } from '../ledger/index.ts'
 import type { UsdQuote } from '../../providers/prices/price-feed.ts'
 import { displayRate, inverseRate, price, PricingError, roundTarget, withSpread, type FeeRule } from './pricing.ts'
@@ -238,9 +239,11 @@ export class QuotesService {
     }
 
     const now = new Date()
+    const id = uuidv7(now.getTime())
+    auditObject('quote', id)
     const row: repository.NewQuote = {
       organization_id: principal.organizationId,
-      id: uuidv7(now.getTime()),
+      id,
       owner_id: ownerId,
       kind,
       origin: origin.node,

@@ -1,6 +1,8 @@
 import type { Db } from '../../db/schema.ts'
+import type { Schedules } from '../../jobs/schedules.ts'
 import { DomainError, notFound, requestInvalid } from '../../lib/errors.ts'
 import type { PriceFeed, UsdQuote } from '../../providers/prices/price-feed.ts'
+import { withoutAudit } from '../audit/index.ts'
 import type { AssetCatalogue } from './assets.service.ts'
 import * as repository from './rates.repository.ts'
 import { convertAmount, crossRate, historyBuckets, INTERVAL_STEPS, type HistoryInterval, type Rate, type RoundingMode } from './rates.ts'
@@ -9,6 +11,8 @@ const USD: UsdQuote = { mid: '1', bid: '1', ask: '1' }
 const DAY = 86_400_000
 /** Days of daily points the back-fill records, so that a year of history exists from the first start. */
 const BACKFILL_DAYS = 366
+export const PRICES_RECORD_SCHEDULE = 'prices.record'
+export const PRICES_BACKFILL_SCHEDULE = 'prices.backfill'
 
 /** Where a code came from in the request, for errors that name it. */
 type Origin = { context: 'path' } | { context: 'query'; property: 'denomination' }
@@ -163,8 +167,9 @@ export class RatesService {
       const quote = quotes[i]
       return quote ? [{ asset, resolution, bucket_at: bucket, usd_mid: quote.mid, recorded_at: recordedAt }] : []
     })
+    // A cache of the feed, whichever request reads it first: no client's write (the audit trail).
     for (let start = 0; start < rows.length; start += 500) {
-      await repository.insertPricePoints(this.db, rows.slice(start, start + 500))
+      await withoutAudit(() => repository.insertPricePoints(this.db, rows.slice(start, start + 500)))
     }
     return rows.length === 0 ? found : read()
   }
@@ -174,32 +179,26 @@ export class RatesService {
     return this.catalogue.all().filter((asset) => !asset.delisted && asset.features.length > 0 && asset.code !== 'USD').map((asset) => asset.code)
   }
 
-  /** Records the current minute of every tracked asset. */
-  async sample(): Promise<void> {
-    const minute = new Date(Math.floor(this.now().getTime() / 60_000) * 60_000)
+  /** Records the minute of every tracked asset that holds `at` (now by default). */
+  async sample(at: Date = this.now()): Promise<void> {
+    const minute = new Date(Math.floor(at.getTime() / 60_000) * 60_000)
     for (const code of this.tracked()) await this.recorded(code, 'minute', [minute])
   }
 
-  /** Records a year of daily points of every tracked asset (what is already recorded is kept). */
-  async backfill(): Promise<void> {
-    const today = Math.floor(this.now().getTime() / DAY) * DAY
+  /** Records a year of daily points of every tracked asset up to the day of `at` (what is already recorded is kept). */
+  async backfill(at: Date = this.now()): Promise<void> {
+    const today = Math.floor(at.getTime() / DAY) * DAY
     const days = Array.from({ length: BACKFILL_DAYS }, (_, i) => new Date(today - (BACKFILL_DAYS - 1 - i) * DAY))
     for (const code of this.tracked()) await this.recorded(code, 'day', days)
   }
 
   /**
-   * Back-fills, then samples every minute until the returned function is called. Safe in any number of
-   * processes: they write the same rows, once.
+   * Prices are recorded ahead of need, so that history has points even from a feed that cannot look back: every
+   * minute the current one (`prices.record`), and every day the year of daily points (`prices.backfill`, which a
+   * new deployment's first worker runs at once). Both write each point once, whichever worker runs them.
    */
-  startRecording(onError: (error: unknown) => void): () => Promise<void> {
-    let running: Promise<void> = this.backfill().then(() => this.sample()).catch(onError)
-    const timer = setInterval(() => {
-      running = running.then(() => this.sample()).catch(onError)
-    }, 60_000)
-    timer.unref()
-    return async () => {
-      clearInterval(timer)
-      await running
-    }
+  registerSchedules(schedules: Schedules): void {
+    schedules.register({ name: PRICES_RECORD_SCHEDULE, periodMs: 60_000, run: ({ periodStart }) => this.sample(periodStart) })
+    schedules.register({ name: PRICES_BACKFILL_SCHEDULE, periodMs: DAY, run: ({ periodStart }) => this.backfill(periodStart) })
   }
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { checkApplicable, checkCatalogue, matchesFilters } from './terms-of-service.rules.ts'
+import { checkApplicable, checkCatalogue, checkGeneralTerms, generalTermsFor, matchesFilters } from './terms-of-service.rules.ts'
 import type { TermsOfServiceDefinition } from './terms-of-service.schemas.ts'
 
 const viban: TermsOfServiceDefinition = { code: 'unique-account-number-viban', type: 'unique-account-number', countries: ['GB', 'PT'], userTypes: ['individual'], modifiedAt: '2024-12-01T00:00:00.000Z' }
@@ -32,4 +32,21 @@ test('the catalogue must name each code once, with the type its code starts with
   assert.throws(() => checkCatalogue([{ ...everywhere, type: 'unique-account-number' }]), /its type must be/)
   assert.throws(() => checkCatalogue([{ ...everywhere, modifiedAt: '2025-02-31T00:00:00Z' }]), /not a date/)
   assert.throws(() => checkCatalogue([{ ...everywhere, url: 'https://exa mple' }]), /not a URL/)
+})
+
+test('a new user accepts the general terms of their country of residence, else those that name no country', () => {
+  const gb: TermsOfServiceDefinition = { code: 'general-gb-fca', type: 'general', countries: ['GB'], modifiedAt: '2025-02-01T00:00:00.000Z' }
+  const businessOnly: TermsOfServiceDefinition = { code: 'general-us-hq', type: 'general', countries: ['US'], userTypes: ['business'], modifiedAt: '2025-02-01T00:00:00.000Z' }
+  const catalogue = [gb, everywhere, viban, businessOnly]
+  const codes = (country: string | undefined, type: 'individual' | 'business' = 'individual') => generalTermsFor(catalogue, { type, country }).map((t) => t.code)
+  assert.deepEqual(codes('GB'), ['general-gb-fca'], 'the terms of the country, not the ones for everywhere')
+  assert.deepEqual(codes('FR'), ['general-bs-scb'])
+  assert.deepEqual(codes(undefined), ['general-bs-scb'])
+  assert.deepEqual(codes('US'), ['general-bs-scb'], 'terms of the country for another user type do not apply')
+  assert.deepEqual(codes('US', 'business'), ['general-us-hq'])
+  assert.equal(checkGeneralTerms(catalogue, 'general-gb-fca', { type: 'individual', country: 'GB' }), null)
+  const mismatch = checkGeneralTerms(catalogue, 'general-bs-scb', { type: 'individual', country: 'GB' })
+  assert.equal(mismatch?.code, 'terms_of_service_mismatch')
+  assert.deepEqual(mismatch?.details, { context: 'body', property: 'termsOfService', allowedValues: ['general-gb-fca'] })
+  assert.equal(checkGeneralTerms(catalogue, 'unique-account-number-viban', { type: 'individual', country: 'GB' })?.code, 'terms_of_service_mismatch', 'not general terms')
 })

@@ -50,3 +50,22 @@ export function checkApplicable(terms: TermsOfServiceDefinition, user: Acceptor)
   }
   return null
 }
+
+/**
+ * The general terms a new user must accept: those naming their country of residence (the entity that serves that
+ * country), else those that name no country; in both cases only terms for their type of user.
+ */
+export function generalTermsFor(catalogue: readonly TermsOfServiceDefinition[], user: Acceptor): TermsOfServiceDefinition[] {
+  const general = catalogue.filter((terms) => terms.type === 'general' && (terms.userTypes === undefined || terms.userTypes.includes(user.type)))
+  const national = general.filter((terms) => terms.countries !== undefined && user.country !== undefined && terms.countries.includes(user.country))
+  return national.length > 0 ? national : general.filter((terms) => terms.countries === undefined)
+}
+
+/** Why a new user may not be created with the general terms `code`, or null when those are the ones to accept. */
+export function checkGeneralTerms(catalogue: readonly TermsOfServiceDefinition[], code: string, user: Acceptor): DomainError | null {
+  const expected = generalTermsFor(catalogue, user).map((terms) => terms.code)
+  if (expected.includes(code as TermsOfServiceDefinition['code'])) return null
+  return new DomainError('terms_of_service_mismatch', 'The terms of service passed in the request does not match the one that should have been accepted', {
+    details: { context: 'body', property: 'termsOfService', allowedValues: expected },
+  })
+}

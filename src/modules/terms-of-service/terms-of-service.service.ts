@@ -3,7 +3,7 @@ import type { Principal } from '../../http/principal.ts'
 import { notFound, operationNotAllowed } from '../../lib/errors.ts'
 import { recordEvent } from '../events/index.ts'
 import * as repository from './terms-of-service.repository.ts'
-import { checkApplicable, checkCatalogue, matchesFilters, type Acceptor } from './terms-of-service.rules.ts'
+import { checkApplicable, checkCatalogue, checkGeneralTerms, matchesFilters, type Acceptor } from './terms-of-service.rules.ts'
 import type { ListTermsOfServiceQuery, TermsOfService, TermsOfServiceDefinition } from './terms-of-service.schemas.ts'
 import type { UserContext } from '../../http/user-context.ts'
 
@@ -12,6 +12,8 @@ export const TERMS_OF_SERVICE_ACCEPTED_EVENT = 'core.terms-of-service.accepted'
 /** What the service needs to know of the user a request acts for. */
 export interface AcceptorDirectory {
   getMe(principal: Principal): Promise<{ type: 'individual' | 'business'; address?: { country: string } }>
+  /** The user, read (and locked) in the caller's transaction: a user being created is not visible outside it. */
+  lockActive(tx: Executor, organizationId: string, userId: string): Promise<{ type: 'individual' | 'business'; address?: { country: string } } | null>
 }
 
 /** The end-user context headers (`X-Service-User-*`) of the accepting request. */
@@ -103,9 +105,14 @@ export class TermsOfServiceService {
 
   /**
    * Records the general terms a new user agreed to, inside the transaction that creates the user (so a user
-   * never exists without their acceptance).
+   * never exists without their acceptance). Terms other than those of the user's country of residence are
+   * refused (409 `terms_of_service_mismatch`), and the user is not created.
    */
   async recordAtCreation(tx: Executor, acceptance: { organizationId: string; userId: string; code: string; at: Date; context: AcceptanceContext }): Promise<void> {
+    const user = await this.users.lockActive(tx, acceptance.organizationId, acceptance.userId)
+    if (!user) throw notFound('user')
+    const mismatch = checkGeneralTerms(this.catalogue, acceptance.code, { type: user.type, country: user.address?.country || undefined })
+    if (mismatch) throw mismatch
     await repository.insertAcceptance(tx, {
       organizationId: acceptance.organizationId,
       userId: acceptance.userId,

@@ -2,6 +2,7 @@ import BigNumber from 'bignumber.js'
 import type { Db, Executor, Tx } from '../../db/schema.ts'
 import { conflict, DomainError, notFound } from '../../lib/errors.ts'
 import { isUuid, uuidv7 } from '../../lib/ids.ts'
+import { auditObject } from '../audit/index.ts'
 import { parseAmount, type LedgerAssets } from '../ledger/index.ts'
 import * as repository from './transactions.repository.ts'
 import type { TransactionNode } from './transactions.schemas.ts'
@@ -92,9 +93,11 @@ export class DepositsService {
       if (!account) throw notFound('account')
       if (account.asset !== input.asset) throw conflict('asset_not_supported', 'The account holds another asset', { accountId, asset: input.asset })
       const at = new Date()
+      const id = uuidv7(at.getTime())
+      auditObject('transaction', id)
       const inserted = await repository.insertDeposit(tx, {
         organization_id: input.organizationId,
-        id: uuidv7(at.getTime()),
+        id,
         owner_id: input.userId,
         type: 'deposit',
         origin: source,

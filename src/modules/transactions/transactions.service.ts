@@ -3,6 +3,7 @@ import { pageWindow, type PageWindow, type PaginationParams } from '../../http/p
 import type { Principal } from '../../http/principal.ts'
 import { DomainError, notFound, operationNotAllowed, type ErrorBody } from '../../lib/errors.ts'
 import { isUuid, uuidv7 } from '../../lib/ids.ts'
+import { auditObject } from '../audit/index.ts'
 import { recordEvents } from '../events/index.ts'
 import { formatAmount } from '../ledger/index.ts'
 import { attachInitialMetadata } from '../metadata/index.ts'
@@ -231,9 +232,11 @@ export class TransactionsService {
       const outside = quote.kind === 'withdrawal' ? quote.destination : quote.kind === 'deposit' ? quote.origin : null
       const counterparty = outside ? counterpartyOf(outside, this.canonicalAddress) : null
       if (quote.kind === 'withdrawal' && counterparty !== null) await this.refuseDuplicateWithdrawal(tx, principal.organizationId, ownerId, counterparty, quote, at)
+      const id = uuidv7(at.getTime())
+      auditObject('transaction', id)
       const row = await repository.insert(tx, {
         organization_id: principal.organizationId,
-        id: uuidv7(at.getTime()),
+        id,
         owner_id: ownerId,
         type: quote.kind,
         origin: quote.origin,
@@ -319,7 +322,7 @@ export class TransactionsService {
 
   async get(principal: Principal, transactionId: string): Promise<Transaction> {
     const ownerId = actingUser(principal)
-    const row = isUuid(transactionId) ? await repository.findOwned(this.db, principal.organizationId, ownerId, transactionId.toLowerCase()) : undefined
+    const row = await repository.findOwned(this.db, principal.organizationId, ownerId, transactionId)
     // A widget session sees the transaction of its own quote only.
     if (!row || (principal.widget !== undefined && row.quote_id !== principal.widget.quoteId)) throw notFound('transaction')
     return presentTransaction(row)
@@ -327,8 +330,8 @@ export class TransactionsService {
 
   /** The transaction `/core/transactions/{entityId}/metadata` names, when it is the acting user's. */
   async metadataOwner(principal: Principal, entityId: string): Promise<string | null> {
-    if (principal.userId === null || !isUuid(entityId)) return null
-    const row = await repository.findOwned(this.db, principal.organizationId, principal.userId, entityId.toLowerCase())
+    if (principal.userId === null) return null
+    const row = await repository.findOwned(this.db, principal.organizationId, principal.userId, entityId)
     return row?.id ?? null
   }
 

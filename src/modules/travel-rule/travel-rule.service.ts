@@ -8,6 +8,7 @@ import * as repository from './requests-for-information.repository.ts'
 import { nextRequestStatus, type RequestForInformationEvent, type RequestForInformationStatus } from './rfi.machine.ts'
 import { selfDeclarationSuffices, type TravelRuleRules } from './travel-rule.policy.ts'
 import type { RequestForInformation } from './travel-rule.schemas.ts'
+import { auditObject, withoutAudit } from '../audit/index.ts'
 
 /** What a request asks about: the other end of the movement. */
 export interface RequestContext {
@@ -176,9 +177,11 @@ export class RequestsForInformationService {
         return existing
       }
       const at = new Date()
+      const id = uuidv7(at.getTime())
+      auditObject('request-for-information', id)
       return repository.insert(tx, {
         organizationId: principal.organizationId,
-        id: uuidv7(at.getTime()),
+        id,
         ownerId,
         transactionId: null,
         quoteId: quote.id,
@@ -203,7 +206,7 @@ export class RequestsForInformationService {
   }
 
   private async ofTransaction(organizationId: string, transactionId: string, id: string): Promise<RequestForInformationRow> {
-    const row = isUuid(id) ? await repository.find(this.db, organizationId, id.toLowerCase()) : undefined
+    const row = await repository.find(this.db, organizationId, id)
     if (!row || row.transaction_id !== transactionId) throw notFound('request-for-information')
     return row
   }
@@ -213,9 +216,12 @@ export class RequestsForInformationService {
     if (row.status !== 'pending') throw updateNotAllowed()
     const now = new Date()
     if (row.expires_at.getTime() <= now.getTime()) {
-      await this.expireIfDue(row.organization_id, row.id, now)
+      // What the expiry job would do: the refused answer itself changed nothing (no audit row).
+      await withoutAudit(() => this.expireIfDue(row.organization_id, row.id, now))
       throw updateNotAllowed()
     }
+    // The widget's answer names no request in its path.
+    auditObject('request-for-information', row.id)
     const context = row.context as unknown as RequestContext
     const read = readAnswer(context.direction, data)
     if ('violations' in read) throw requestInvalid('body', read.violations)

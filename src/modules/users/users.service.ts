@@ -5,6 +5,7 @@ import { conflict, notFound, operationNotAllowed, type DomainError, type ErrorBo
 import { isUniqueViolation } from '../../db/errors.ts'
 import type { Principal } from '../../http/principal.ts'
 import { uuidv7 } from '../../lib/ids.ts'
+import { auditObject } from '../audit/index.ts'
 import { recordEvent } from '../events/index.ts'
 import { attachInitialMetadata } from '../metadata/index.ts'
 import * as repository from './users.repository.ts'
@@ -148,9 +149,11 @@ export class UsersService {
     if (ruleError) throw ruleError
 
     const profile = profileOf(input)
+    const id = uuidv7(now.getTime())
+    auditObject('user', id)
     const row = {
       organization_id: principal.organizationId,
-      id: uuidv7(now.getTime()),
+      id,
       type: input.type,
       email: input.email,
       email_key: input.email.toLowerCase(),
@@ -204,10 +207,9 @@ export class UsersService {
     if (!deleted) throw notFound('user')
   }
 
-  /** The user `/core/users/{entityId}/metadata` names: only the acting user, as `me` or by its id. */
+  /** The user `/core/users/{entityId}/metadata` names: only the acting user. */
   async metadataOwner(principal: Principal, entityId: string): Promise<string | null> {
-    if (principal.userId === null) return null
-    return entityId === 'me' || entityId.toLowerCase() === principal.userId ? principal.userId : null
+    return principal.userId !== null && entityId === principal.userId ? principal.userId : null
   }
 
   /** What an active user declared (email and profile), as KYC processes read it; null when there is no such user. */

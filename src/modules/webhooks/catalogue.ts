@@ -43,6 +43,10 @@ const DESCRIPTIONS: ReadonlyArray<[type: string, description: string, sent?: fal
   ['core.external-account.deleted', 'A linked external account was removed.'],
   ['core.transaction.created', 'A transaction was created from a quote; `data.transaction` is the transaction.'],
   ['core.transaction.status-changed', 'A transaction changed status (completed, failed, …).'],
+  ...(['sumsub', 'veriff'] as const).flatMap((provider): [string, string][] => [
+    [`kyc-connector.${provider}.ingestion.created`, `A user's ${provider === 'sumsub' ? 'Sumsub' : 'Veriff'} ingestion was created (\`queued\`); \`data.ingestion\` is the ingestion.`],
+    [`kyc-connector.${provider}.ingestion.status-changed`, `A ${provider === 'sumsub' ? 'Sumsub' : 'Veriff'} ingestion started or finished; \`data.ingestion\` is the ingestion with each process's outcome.`],
+  ]),
   ['core.webhook-endpoint.disabled', 'Tessera: one of the organization\'s endpoints was disabled because a message to it failed every attempt.'],
 ]
 

@@ -273,7 +273,7 @@ export function webhookPortalRoutes(webhooks: WebhooksService) {
           tags: portalTags,
           params: EventParams,
           querystring: Type.Object({ limit: AttemptsQuery.properties.limit }),
-          response: { 200: described(AttemptsResponse, 'Attempts, newest first.'), ...errorResponses(400, 401, 429) },
+          response: { 200: described(AttemptsResponse, 'Attempts, newest first.'), ...errorResponses(400, 401, 404, 429) },
         },
       },
       async (request) => ({ attempts: await webhooks.listAttempts(grantOf(request).organizationId, { eventId: request.params.eventId, limit: request.query.limit ?? 50 }) }),

@@ -204,6 +204,8 @@ export const EventTypesResponse = component(
   }),
 )
 
-export const EndpointParams = Type.Object({ endpointId: Uuid })
-export const MessageParams = Type.Object({ endpointId: Uuid, messageId: Uuid })
+// `x-entity`: what a malformed id is reported as missing (src/http/path-ids.ts), as an unknown one is.
+const EndpointId = { ...Uuid, 'x-entity': 'webhook-endpoint' }
+export const EndpointParams = Type.Object({ endpointId: EndpointId })
+export const MessageParams = Type.Object({ endpointId: EndpointId, messageId: { ...Uuid, 'x-entity': 'webhook-message' } })
 export const EventParams = Type.Object({ eventId: Uuid })

@@ -4,9 +4,11 @@ import { DomainError, notFound, requestInvalid } from '../../lib/errors.ts'
 import { isUuid, uuidv7 } from '../../lib/ids.ts'
 import { OutboundAddressRefused, publicAddresses, type Resolver } from '../../lib/outbound-address.ts'
 import type { Sealer } from '../../lib/sealing.ts'
+import { webhookSecretContext } from './webhooks.sealed.ts'
 import { newWebhookSecret, webhookHeaders, webhookMessageId, webhookSigningKey } from '../../lib/webhook-signatures.ts'
 import type { KeyObject } from 'node:crypto'
 import { hasActiveJob, JobDeferral, wakeJobs, enqueue, type JobHandlers } from '../../jobs/queue.ts'
+import { auditObject } from '../audit/index.ts'
 import { dispatchedEventsSince, eventsByIds, eventsToDeliver, lastDeliverySeq, markDispatched, recordEvent, streamAfter, streamBacklog, undispatchedEvents, type EventToDeliver, type StreamedEvent } from '../events/index.ts'
 import { ENDPOINT_DISABLED_EVENT, EVENT_CATALOGUE, EVENT_TYPES, eventEnvelope } from './catalogue.ts'
 import type { DeliveryOutcome } from './delivery-client.ts'
@@ -261,6 +263,7 @@ export class WebhooksService {
     const now = new Date()
     const expiresAt = new Date(now.getTime() + this.settings.portalLinkTtlSeconds * 1000)
     const linkId = uuidv7()
+    auditObject('webhook-management-link', linkId)
     await repository.insertPortalLink(this.db, { organization_id: principal.organizationId, id: linkId, client_id: principal.clientId, expires_at: expiresAt, created_at: now })
     const token = signPortalToken(this.portalKey, { kind: 'link', linkId, organizationId: principal.organizationId, expiresAt })
     // In the fragment: browsers never send it, so the link stays out of servers' and proxies' logs.
@@ -307,6 +310,7 @@ export class WebhooksService {
     const description = this.checkDescription(input.description ?? '')
     const now = new Date()
     const id = uuidv7()
+    auditObject('webhook-endpoint', id)
     const row: EndpointRow = {
       organization_id: organizationId,
       id,
@@ -779,7 +783,7 @@ export class WebhooksService {
   }
 
   private secretContext(organizationId: string, endpointId: string, which: 'current' | 'previous'): string[] {
-    return ['webhook-endpoint', organizationId, endpointId, which]
+    return webhookSecretContext(organizationId, endpointId, which)
   }
 
   private sealSecret(organizationId: string, endpointId: string, which: 'current' | 'previous', secret: string): string {

@@ -68,4 +68,9 @@ export interface KycProvider {
   checkIdentity(check: IdentityCheck): Promise<IdentityOutcome>
   checkProofOfAddress(check: ProofOfAddressCheck): Promise<ProofOfAddressOutcome>
   screen(person: PersonData): Promise<ScreeningOutcome>
+  /**
+   * Simulators only: whether `number` (E.164) is one of the documented test numbers of `country`, which are valid
+   * whatever the numbering plan says and which any number of users may verify. Production adapters leave it out.
+   */
+  isTestPhoneNumber?(number: string, country: string): boolean
 }

@@ -13,6 +13,20 @@ export const SANDBOX_REJECTED_FAMILY_NAME = 'Rejected'
 export const SANDBOX_REJECTED_ADDRESS_LINE1 = '1 Rejected Street'
 export const SANDBOX_SANCTIONED_FAMILY_NAME = 'Sanctioned'
 
+/**
+ * Test phone numbers: ranges regulators keep for fiction and tests, never assigned to anyone. In the sandbox they
+ * are valid numbers of their country (even where the numbering plan says otherwise) and any number of users may
+ * verify the same one (documented in docs/sandbox.md).
+ */
+export const SANDBOX_TEST_PHONE_NUMBERS: readonly { country: string; pattern: RegExp; range: string }[] = [
+  // Ofcom's drama numbers.
+  { country: 'GB', pattern: /^\+447700900\d{3}$/, range: '+44 7700 900000 to +44 7700 900999' },
+  // NANP's fictional 555 numbers, with any area code.
+  { country: 'US', pattern: /^\+1[2-9]\d{2}55501\d{2}$/, range: '+1 NXX 555 0100 to +1 NXX 555 0199' },
+  // ARCEP's numbers for fiction.
+  { country: 'FR', pattern: /^\+3363998\d{4}$/, range: '+33 6 39 98 00 00 to +33 6 39 98 99 99' },
+]
+
 const same = (a: string | undefined, b: string) => a !== undefined && a.trim().toLowerCase() === b.toLowerCase()
 
 export class SandboxKycProvider implements KycProvider {
@@ -20,19 +34,16 @@ export class SandboxKycProvider implements KycProvider {
 
   async checkIdentity(check: IdentityCheck): Promise<IdentityOutcome> {
     const { person } = check
-    if (same(person.familyName, SANDBOX_REJECTED_FAMILY_NAME)) {
-      return check.submission === 'document-submission'
-        ? { approved: false, reason: 'provider-verification-rejected', providerReasons: ['document-unreadable'] }
-        : { approved: false, reason: 'data-mismatch' }
-    }
-    if (check.submission === 'electronic-verification') return { approved: true }
-    // A document number derived from the person, so that the same input reads the same document.
+    const rejected = same(person.familyName, SANDBOX_REJECTED_FAMILY_NAME)
+    if (check.submission === 'electronic-verification') return rejected ? { approved: false, reason: 'data-mismatch' } : { approved: true }
+    // A document number derived from the person, so that the same input reads the same document. A rejected
+    // document is read all the same: what it shows comes with the rejection.
     const digest = createHash('sha256').update(`${person.givenName}|${person.familyName ?? ''}|${person.birthdate ?? ''}`).digest('hex')
-    return {
-      approved: true,
-      document: { type: 'passport', number: digest.slice(0, 9).toUpperCase(), country: person.citizenship ?? person.address?.country ?? 'GB' },
+    const read = {
+      document: { type: 'passport' as const, number: digest.slice(0, 9).toUpperCase(), country: person.citizenship ?? person.address?.country ?? 'GB' },
       person,
     }
+    return rejected ? { approved: false, reason: 'provider-verification-rejected', providerReasons: ['document-rejected'], ...read } : { approved: true, ...read }
   }
 
   async checkProofOfAddress(check: ProofOfAddressCheck): Promise<ProofOfAddressOutcome> {
@@ -43,5 +54,9 @@ export class SandboxKycProvider implements KycProvider {
 
   async screen(person: PersonData): Promise<ScreeningOutcome> {
     return { approved: !same(person.familyName, SANDBOX_SANCTIONED_FAMILY_NAME) }
+  }
+
+  isTestPhoneNumber(number: string, country: string): boolean {
+    return SANDBOX_TEST_PHONE_NUMBERS.some((range) => range.country === country && range.pattern.test(number))
   }
 }

@@ -47,7 +47,18 @@ export class LocalFileStorage implements FileStorage {
     }
   }
 
+  /** Removes the object, and what a write of it that was cut short (its process died) left behind. */
   async delete(key: string): Promise<void> {
-    await fs.promises.rm(this.pathOf(key), { force: true })
+    const target = this.pathOf(key)
+    await fs.promises.rm(target, { force: true })
+    const partial = `${path.basename(target)}.partial-`
+    let siblings: string[]
+    try {
+      siblings = await fs.promises.readdir(path.dirname(target))
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return
+      throw error
+    }
+    for (const name of siblings) if (name.startsWith(partial)) await fs.promises.rm(path.join(path.dirname(target), name), { force: true })
   }
 }

@@ -72,3 +72,15 @@ test('the local storage leaves no partial file when content is refused', async (
   await assert.rejects(storage.put('org/file/x', chunked(5000), { maxBytes: 10 }), ContentTooLargeError)
   assert.deepEqual(fs.readdirSync(path.join(dir, 'org', 'file')), [])
 })
+
+test('deleting an object of the local storage removes what a write cut short left, and nothing of other objects', async () => {
+  const dir = fs.mkdtempSync(path.join(root, 'cut-'))
+  const storage = new LocalFileStorage(dir)
+  await storage.put('org/file/kept', chunked(10), { maxBytes: 10 })
+  // What a process killed mid-write leaves: the temporary file the write streamed into, never renamed.
+  fs.writeFileSync(path.join(dir, 'org', 'file', 'gone.partial-0a1b2c3d4e5f'), Buffer.alloc(5))
+  fs.writeFileSync(path.join(dir, 'org', 'file', 'kept.partial-0a1b2c3d4e5f'), Buffer.alloc(5))
+  await storage.delete('org/file/gone')
+  assert.deepEqual(fs.readdirSync(path.join(dir, 'org', 'file')).sort(), ['kept', 'kept.partial-0a1b2c3d4e5f'])
+  await storage.delete('org/other/none')
+})

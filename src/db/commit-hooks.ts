@@ -1,0 +1,173 @@
+import type { CompiledQuery, DatabaseConnection, Dialect, Driver, QueryResult, TransactionSettings } from 'kysely'
+
+/**
+ * Work that must commit with a transaction's own writes (the audit trail's row): called on the transaction's
+ * connection just before COMMIT, only when the transaction wrote something. It may run statements on the
+ * connection; throwing rolls the whole transaction back. What it returns runs once the COMMIT succeeded.
+ */
+export type BeforeCommitHook = (connection: HookConnection) => Promise<(() => void) | undefined>
+
+/** Runs statements on the connection of the transaction being committed. */
+export interface HookConnection {
+  executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>>
+}
+
+/**
+ * A statement that changes rows. Reads (SELECT, advisory locks, `nextval`) are not writes: a transaction that only
+ * read has nothing to stand for.
+ */
+export function isWrite(sql: string): boolean {
+  const head = /^\s*(\w+)/.exec(sql)?.[1]?.toLowerCase()
+  if (head === 'insert' || head === 'update' || head === 'delete' || head === 'merge') return true
+  return head === 'with' && /\b(?:insert\s+into|update\s+\S+\s+set|delete\s+from|merge\s+into)\b/i.test(sql)
+}
+
+/**
+ * Whether a write statement changed rows: an UPDATE or DELETE that matched nothing, an INSERT … ON CONFLICT DO
+ * NOTHING that met its conflict, did not. A statement whose count is unknown (a write inside WITH, whose count is
+ * its SELECT's) is taken to have written.
+ */
+function changedRows(sql: string, result: QueryResult<unknown>): boolean {
+  if (result.numAffectedRows === undefined || /^\s*with\b/i.test(sql)) return true
+  return result.numAffectedRows > 0n
+}
+
+/** The connection a wrapped driver hands out: the inner one, and whether its open transaction wrote. */
+class TrackedConnection implements DatabaseConnection {
+  readonly inner: DatabaseConnection
+  inTransaction = false
+  wrote = false
+  private readonly driver: HookedDriver
+
+  constructor(inner: DatabaseConnection, driver: HookedDriver) {
+    this.inner = inner
+    this.driver = driver
+  }
+
+  async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    if (!isWrite(query.sql)) return this.inner.executeQuery<R>(query)
+    if (this.inTransaction) {
+      const result = await this.inner.executeQuery<R>(query)
+      if (changedRows(query.sql, result)) this.wrote = true
+      return result
+    }
+    // A write outside any transaction (autocommit) that a hook wants to stand beside: made a transaction of its own.
+    if (!this.driver.wantsCommitHook()) return this.inner.executeQuery<R>(query)
+    await this.driver.beginTransaction(this, {})
+    try {
+      const result = await this.inner.executeQuery<R>(query)
+      this.wrote = changedRows(query.sql, result)
+      await this.driver.commitTransaction(this)
+      return result
+    } catch (error) {
+      if (this.inTransaction) await this.driver.rollbackTransaction(this).catch(() => {})
+      throw error
+    }
+  }
+
+  streamQuery<R>(query: CompiledQuery, chunkSize: number): AsyncIterableIterator<QueryResult<R>> {
+    if (this.inTransaction && isWrite(query.sql)) this.wrote = true
+    return this.inner.streamQuery<R>(query, chunkSize)
+  }
+}
+
+/** A driver that runs the registered hooks before each COMMIT of a transaction that wrote. */
+class HookedDriver implements Driver {
+  private readonly inner: Driver
+  private readonly hooks: CommitHooks
+
+  constructor(inner: Driver, hooks: CommitHooks) {
+    this.inner = inner
+    this.hooks = hooks
+    // Savepoints (Kysely's controlled transactions) exist only when the inner driver has them.
+    if (inner.savepoint) this.savepoint = (connection, name, compile) => inner.savepoint!(innerOf(connection), name, compile)
+    if (inner.rollbackToSavepoint) this.rollbackToSavepoint = (connection, name, compile) => inner.rollbackToSavepoint!(innerOf(connection), name, compile)
+    if (inner.releaseSavepoint) this.releaseSavepoint = (connection, name, compile) => inner.releaseSavepoint!(innerOf(connection), name, compile)
+  }
+
+  savepoint?: Driver['savepoint']
+  rollbackToSavepoint?: Driver['rollbackToSavepoint']
+  releaseSavepoint?: Driver['releaseSavepoint']
+
+  wantsCommitHook(): boolean {
+    return this.hooks.wanted()
+  }
+
+  init(): Promise<void> {
+    return this.inner.init()
+  }
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    return new TrackedConnection(await this.inner.acquireConnection(), this)
+  }
+
+  async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
+    await this.inner.beginTransaction(innerOf(connection), settings)
+    const tracked = connection as TrackedConnection
+    tracked.inTransaction = true
+    tracked.wrote = false
+  }
+
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    const tracked = connection as TrackedConnection
+    const afterCommit = tracked.wrote ? await this.hooks.beforeCommit(tracked.inner) : []
+    await this.inner.commitTransaction(tracked.inner)
+    tracked.inTransaction = false
+    for (const done of afterCommit) done()
+  }
+
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    const tracked = connection as TrackedConnection
+    tracked.inTransaction = false
+    await this.inner.rollbackTransaction(tracked.inner)
+  }
+
+  releaseConnection(connection: DatabaseConnection): Promise<void> {
+    return this.inner.releaseConnection(innerOf(connection))
+  }
+
+  destroy(): Promise<void> {
+    return this.inner.destroy()
+  }
+}
+
+function innerOf(connection: DatabaseConnection): DatabaseConnection {
+  return connection instanceof TrackedConnection ? connection.inner : connection
+}
+
+/**
+ * The hooks of one database: registered by the modules that need them (the audit trail), run by the driver. A hook
+ * also says whether the current asynchronous context needs it at all (`wanted`), so that writes made outside any
+ * request (workers, the CLI) cost nothing.
+ */
+export class CommitHooks {
+  private readonly registered: { wanted: () => boolean; hook: BeforeCommitHook }[] = []
+
+  add(wanted: () => boolean, hook: BeforeCommitHook): void {
+    this.registered.push({ wanted, hook })
+  }
+
+  wanted(): boolean {
+    return this.registered.some((entry) => entry.wanted())
+  }
+
+  async beforeCommit(connection: HookConnection): Promise<(() => void)[]> {
+    const after: (() => void)[] = []
+    for (const entry of this.registered) {
+      if (!entry.wanted()) continue
+      const done = await entry.hook(connection)
+      if (done) after.push(done)
+    }
+    return after
+  }
+
+  /** The dialect with its driver wrapped so that these hooks run before every COMMIT of a transaction that wrote. */
+  wrap(dialect: Dialect): Dialect {
+    return {
+      createAdapter: () => dialect.createAdapter(),
+      createDriver: () => new HookedDriver(dialect.createDriver(), this),
+      createIntrospector: (db) => dialect.createIntrospector(db),
+      createQueryCompiler: () => dialect.createQueryCompiler(),
+    }
+  }
+}

@@ -1,0 +1,78 @@
+import { AsyncLocalStorage } from 'node:async_hooks'
+
+/** Who wrote, through which operation, in which request: the audit row of one API request. */
+export interface AuditEntry {
+  organizationId: string
+  actor: 'client' | 'widget-session' | 'webhook-portal'
+  clientId: string | null
+  userId: string | null
+  operation: string
+  method: string
+  route: string
+  requestId: string
+}
+
+export interface AuditObject {
+  type: string
+  id: string
+}
+
+/**
+ * A request's audit row while the request runs: `open` until its first transaction that writes commits the row,
+ * `recording` while that commit runs, `recorded` after, `closed` when the request ended without writing (work it
+ * left running does not speak for it).
+ */
+interface AuditScope {
+  entry: AuditEntry
+  object: AuditObject | null
+  state: 'open' | 'recording' | 'recorded' | 'closed'
+}
+
+const storage = new AsyncLocalStorage<AuditScope>()
+
+/** Runs a request's handler with its audit row waiting for the first write; the scope closes when it ends. */
+export async function runAudited<T>(entry: AuditEntry, object: AuditObject | null, work: () => Promise<T>): Promise<T> {
+  const scope: AuditScope = { entry, object, state: 'open' }
+  try {
+    return await storage.run(scope, work)
+  } finally {
+    if (scope.state === 'open') scope.state = 'closed'
+  }
+}
+
+/**
+ * Names the object a request's write is about, when its path does not (a creation: the new object's id). Call it
+ * before the transaction that writes commits; outside a request it does nothing.
+ */
+export function auditObject(type: string, id: string): void {
+  const scope = storage.getStore()
+  if (scope?.state === 'open') scope.object = { type, id }
+}
+
+/** Runs `work` as no client's write: bookkeeping of the request itself (an idempotency key's stored refusal). */
+export function withoutAudit<T>(work: () => T): T {
+  return storage.exit(work)
+}
+
+/** The row the current request still has to write with its first committing write, if any. */
+export function pendingAudit(): { entry: AuditEntry; object: AuditObject | null; begin(): () => void } | undefined {
+  const scope = storage.getStore()
+  if (scope?.state !== 'open') return undefined
+  return {
+    entry: scope.entry,
+    object: scope.object,
+    begin: () => {
+      // Marked before the row's statement runs, so that a second transaction of the same request committing
+      // meanwhile does not write a second row; if that commit then fails, the request has failed with it.
+      scope.state = 'recording'
+      return () => {
+        scope.state = 'recorded'
+      }
+    },
+  }
+}
+
+/** Whether the current asynchronous context has an audit row still to write. */
+export function auditPending(): boolean {
+  return storage.getStore()?.state === 'open'
+}
