@@ -32,3 +32,19 @@ test('worker settings have defaults and refuse values out of range', () => {
     )
   }
 })
+
+test('SEALING_KEY_PREVIOUS: a 32-byte key, only beside SEALING_KEY, and not the same key', () => {
+  const key = (byte: number) => Buffer.alloc(32, byte).toString('base64')
+  assert.equal(loadConfig({ ...base, SEALING_KEY: key(1), SEALING_KEY_PREVIOUS: key(2) }).sealingKeyPrevious, key(2))
+  for (const env of [
+    { SEALING_KEY: key(1), SEALING_KEY_PREVIOUS: 'too-short' },
+    { SEALING_KEY_PREVIOUS: key(2) },
+    { SEALING_KEY: key(1), SEALING_KEY_PREVIOUS: key(1) },
+  ]) {
+    assert.throws(
+      () => loadConfig({ ...base, ...env }),
+      (error: unknown) => error instanceof ConfigError && error.problems.some((p) => p.startsWith('SEALING_KEY_PREVIOUS')),
+      JSON.stringify(env),
+    )
+  }
+})

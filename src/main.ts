@@ -338,10 +338,12 @@ const RESEAL_INCOMPLETE_EXIT_CODE = 3
 async function keys(config: Config, args: string[]): Promise<void> {
   const [action, ...rest] = args
   if (!KEY_ACTIONS.includes(action ?? '')) throw new ClientInputError(`Unknown keys command "${action ?? ''}"\n\n${USAGE}`)
+  // A key id is base64url and may begin with '-': `keys retire` takes its one argument as it is, never as an option.
+  const retiring = action === 'retire' ? (rest[0] === '--' ? rest.slice(1) : rest) : []
   let parsed
   try {
     parsed = parseArgs({
-      args: rest,
+      args: action === 'retire' ? ['--', ...retiring] : rest,
       allowPositionals: true,
       options: { sealing: { type: 'boolean', default: false }, signing: { type: 'boolean', default: false }, 'batch-size': { type: 'string', default: '100' } },
     })

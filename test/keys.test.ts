@@ -397,6 +397,9 @@ for (const engine of ENGINES) {
         [['keys', 'reseal', '--batch-size', '0'], /--batch-size must be an integer/],
         [['keys', 'retire'], /Usage: tessera keys retire KEY_ID/],
         [['keys', 'retire', 'nope'], /cannot be found/],
+        // Key ids are base64url: one may begin with '-', and is still an id, not an option.
+        [['keys', 'retire', '-Zfoo123'], /cannot be found/],
+        [['keys', 'retire', 'a', 'b'], /Usage: tessera keys retire KEY_ID/],
         [['keys', 'retire', added!.id], /is the newest signing key/],
       ]
       for (const [args, message] of cases) {

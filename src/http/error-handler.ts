@@ -31,7 +31,6 @@ export function toApiError(error: unknown, bodyLimitBytes: number): ApiError {
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new ApiError(400, 'request_invalid', 'The Content-Length header does not match the body')
   }
-  if (fastifyError.statusCode === 429) return new ApiError(429, 'too_many_requests', 'Try again later')
   if (error instanceof SyntaxError && fastifyError.statusCode === 400) {
     return new ApiError(400, 'request_invalid', 'The request body is not valid JSON', { context: 'body', violations: [{ property: '', rule: 'json' }] })
   }
