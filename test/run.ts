@@ -13,7 +13,7 @@ const chromium = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 const ci = process.env.CI === 'true'
 
 // The whole run is bounded (see below the spawn).
-const suiteLimitMs = Number(process.env.TEST_SUITE_TIMEOUT_MS ?? 30 * 60_000)
+const suiteLimitMs = Number(process.env.TEST_SUITE_TIMEOUT_MS ?? 50 * 60_000)
 if (!Number.isInteger(suiteLimitMs) || suiteLimitMs < 1) {
   process.stderr.write(`TEST_SUITE_TIMEOUT_MS must be a positive number of milliseconds (got "${process.env.TEST_SUITE_TIMEOUT_MS}")\n`)
   process.exit(2)

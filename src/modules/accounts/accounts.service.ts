@@ -74,8 +74,7 @@ export class AccountsService {
       updated_at: now,
     }
     return this.db.transaction().execute(async (tx) => {
-      await this.ledger.openAccount(tx, { organizationId: row.organization_id, id: row.id, asset: row.asset, at: now })
-      await repository.insertAccount(tx, row)
+      await this.insert(tx, row)
       const metadataError = input.metadata !== undefined
         ? await attachInitialMetadata(tx, { organizationId: row.organization_id, entityType: 'accounts', entityId: row.id }, input.metadata, now)
         : null
@@ -83,6 +82,45 @@ export class AccountsService {
       await this.announce(tx, row.organization_id, ACCOUNT_EVENTS.created, account, now)
       return metadataError ? { account, errors: { metadata: metadataError.toBody() } } : { account }
     })
+  }
+
+  /** Refuses (409 `asset_not_supported`) when the acting user may not hold one of `assets`. Call outside a transaction. */
+  async assertMayHold(principal: Principal, assets: readonly string[]): Promise<void> {
+    for (const asset of assets) {
+      if (!(await this.assets.mayHold(principal, asset))) {
+        throw new DomainError('asset_not_supported', 'The asset is not supported', { details: { context: 'body', property: 'asset' } })
+      }
+    }
+  }
+
+  /**
+   * The acting user's default account of each of `assets`, opened in `tx` where the user has none (labelled with
+   * the asset's code); `assertMayHold` first, outside the transaction. Called under a lock that serializes the user's
+   * callers (the user's row), so that two of them cannot each open one and the later commit, with the older id,
+   * become the default after the other used its own.
+   */
+  async openDefaults(tx: Tx, principal: Principal, assets: readonly string[]): Promise<{ id: string; asset: string }[]> {
+    const ownerId = actingUser(principal)
+    const existing = await repository.defaults(tx, principal.organizationId, ownerId, assets)
+    const opened: { id: string; asset: string }[] = []
+    for (const asset of assets) {
+      const found = existing.find((row) => row.asset === asset)
+      if (found) {
+        opened.push({ id: found.id, asset })
+        continue
+      }
+      const now = new Date()
+      const row: AccountRow = { organization_id: principal.organizationId, id: uuidv7(now.getTime()), owner_id: ownerId, label: asset, asset, archived_at: null, created_at: now, updated_at: now }
+      await this.insert(tx, row)
+      await this.announce(tx, row.organization_id, ACCOUNT_EVENTS.created, present(row, undefined), now)
+      opened.push({ id: row.id, asset })
+    }
+    return opened
+  }
+
+  private async insert(tx: Tx, row: AccountRow): Promise<void> {
+    await this.ledger.openAccount(tx, { organizationId: row.organization_id, id: row.id, asset: row.asset, at: row.created_at })
+    await repository.insertAccount(tx, row)
   }
 
   async list(principal: Principal, query: PaginationParams & { assets?: readonly string[] }): Promise<{ accounts: Account[]; window: PageWindow; anchor: string | undefined; hasNext: boolean }> {

@@ -80,9 +80,10 @@ export interface HistoryUsers {
 }
 
 export interface HistoryAccounts {
-  /** The acting user's default (oldest open) accounts of the assets. */
-  defaults(principal: Principal, assets: readonly string[]): Promise<{ id: string; asset: string }[]>
-  create(principal: Principal, input: { label: string; asset: string }): Promise<{ account: { id: string; asset: string } }>
+  /** Refuses an asset the acting user may not hold; outside any database transaction. */
+  assertMayHold(principal: Principal, assets: readonly string[]): Promise<void>
+  /** The acting user's default (oldest open) accounts of the assets, opened in `tx` where missing. */
+  openDefaults(tx: Tx, principal: Principal, assets: readonly string[]): Promise<{ id: string; asset: string }[]>
 }
 
 export interface SandboxHistoryDeps {
@@ -184,8 +185,7 @@ export class SandboxHistory {
     const from = monthsBefore(today, months)
     const plan = await this.plan(mulberry32(seed), from, today, `${seed}`)
 
-    const accounts = await this.defaultAccounts(principal)
-    const accountOf = (asset: string) => accounts.find((account) => account.asset === asset)!.id
+    await this.accounts.assertMayHold(principal, ASSETS)
     // Looked up outside the database transactions, as the ledger asks.
     const system = new Map<string, string>()
     const systemAccounts: HistorySystemAccount[] = [
@@ -199,31 +199,21 @@ export class SandboxHistory {
     // One database transaction for the whole history: the user's lock serializes two calls for one user (the later
     // sees the earlier's transactions), and the accounts' ledger locks, held to the end, keep any real movement
     // from slipping between dated ones (it would be counted in months before it happened).
-    await this.db.transaction().execute(async (tx) => {
+    // The default accounts are opened under that lock too: the later call, refused, opens none.
+    const accounts = await this.db.transaction().execute(async (tx) => {
       await this.users.backdateCreation(tx, organizationId, userId, from)
       if (await this.transactions.hasTransactions(tx, organizationId, userId)) throw historyRefused()
+      const opened = await this.accounts.openDefaults(tx, principal, ASSETS)
+      const accountOf = (asset: string) => opened.find((account) => account.asset === asset)!.id
       for (const planned of plan) {
         const movement = this.movementOf(planned, organizationId, userId, accountOf)
         const { id } = await this.transactions.recordCompleted(tx, movement)
         await this.ledger.postAll(postingsOf(planned, movement, id, systemOf), { tx, at: planned.at })
       }
+      return opened
     })
     this.users.forget(organizationId, userId)
     return { from: from.toISOString(), to: now.toISOString(), seed, transactions: plan.length, accounts }
-  }
-
-  /**
-   * The user's default USD, BTC and ETH accounts, opened when missing. Read again after opening: of two calls that
-   * both opened one, the defaults are the older accounts, and those are the ones used.
-   */
-  private async defaultAccounts(principal: Principal): Promise<{ id: string; asset: string }[]> {
-    let existing = await this.accounts.defaults(principal, ASSETS)
-    const missing = ASSETS.filter((asset) => !existing.some((account) => account.asset === asset))
-    if (missing.length > 0) {
-      for (const asset of missing) await this.accounts.create(principal, { label: asset, asset })
-      existing = await this.accounts.defaults(principal, ASSETS)
-    }
-    return ASSETS.map((asset) => ({ id: existing.find((account) => account.asset === asset)!.id, asset }))
   }
 
   private decimalsOf(asset: string): number {
