@@ -183,8 +183,8 @@ const OBJECTS: Record<string, (call: Call) => { type: string; id: string | null 
   // The deposit the sandbox rail reported.
   'core.simulate-bank-deposit': () => ({ type: 'transaction', id: null }),
   'core.simulate-crypto-deposit': () => ({ type: 'transaction', id: null }),
-  // Its first write opens the user's default accounts (USD first) when the user has none, as in the walk.
-  'core.generate-portfolio-history': (call) => ({ type: 'account', id: body<{ history: { accounts: { id: string; asset: string }[] } }>(call).history.accounts.find((account) => account.asset === 'USD')!.id }),
+  // The user whose history it is (its default accounts are opened in the same transaction).
+  'core.generate-portfolio-history': acting,
 }
 
 function metadataObject(call: Call): { type: string; id: string | null } {
