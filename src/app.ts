@@ -18,6 +18,7 @@ import { UUID_PATTERN } from './lib/ids.ts'
 import { registerIdempotency } from './http/idempotency.ts'
 import { allowanceStoreFor, clientKey, RateLimiter, registerRateLimits } from './http/rate-limit.ts'
 import { registerMetrics } from './http/metrics.ts'
+import { lazyChildLoggerFactory } from './http/request-logger.ts'
 import { REQUEST_ID_HEADER, registerOpenApi } from './http/openapi.ts'
 import type { App } from './http/types.ts'
 import type { SandboxSecrets } from './lib/data-dir.ts'
@@ -135,6 +136,7 @@ function createServer(config: Config, logging: Pick<FastifyServerOptions, 'logge
     genReqId: () => randomUUID(),
     requestIdHeader: false,
     logController: new LogController({ requestIdLogLabel: 'requestId' }),
+    childLoggerFactory: lazyChildLoggerFactory,
     bodyLimit: config.bodyLimitBytes,
     trustProxy: config.trustProxy,
     return503OnClosing: false,
