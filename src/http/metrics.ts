@@ -14,11 +14,20 @@ export function registerMetrics(app: App, registry: Registry = new Registry()): 
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [registry],
   })
+  // One label-bound child per series, made on its first response and reused: the series are bounded (route
+  // templates, not URLs; methods and statuses), so is this map.
+  const series = new Map<string, { observe(value: number): void }>()
   // A callback hook rather than an async one: it runs on every response and has nothing to await.
   app.addHook('onResponse', (request, reply, done) => {
     // Unmatched URLs share one label so that scanning traffic cannot grow the series without bound.
     const route = request.routeOptions.url ?? 'unmatched'
-    duration.observe({ method: request.method, route, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000)
+    const key = `${request.method} ${reply.statusCode} ${route}`
+    let child = series.get(key)
+    if (child === undefined) {
+      child = duration.labels({ method: request.method, route, status_code: String(reply.statusCode) })
+      series.set(key, child)
+    }
+    child.observe(reply.elapsedTime / 1000)
     done()
   })
   return registry
