@@ -917,7 +917,9 @@ for (const engine of ENGINES) {
           for (const subject of ['user:individual', 'user:business'] as const) {
             if (route.subjects.includes(subject)) continue
             const response = await send(route, bearer(token, subject === 'user:individual' ? individualId : businessId))
+            // Named as it is, on an operation for clients only too.
             assertError(response, 403, 'subject_not_allowed')
+            assert.equal(response.json<{ details: { subject: string } }>().details.subject, subject)
           }
         })
 

@@ -5,7 +5,7 @@ import {
   requiredScopes,
   requireScopes,
   requireSubject,
-  subjectNotAllowed,
+  type Subject,
   type Principal,
   type RouteAuth,
 } from '../../http/principal.ts'
@@ -160,11 +160,7 @@ export class AuthService {
     }
 
     requireScopes([ACT_ON_BEHALF_OF_SCOPE, ...routeScopes], scopes)
-    if (!route.subjects.some((s) => s.startsWith('user:'))) throw subjectNotAllowed('user:individual', route.subjects)
-    const type = await this.users.findUserType(claims.organizationId, target.id)
-    if (type === null) throw notFound('user')
-    const subject = type === 'individual' ? 'user:individual' : 'user:business'
-    requireSubject(subject, route.subjects)
+    const subject = await this.userSubject(claims.organizationId, target.id, route)
     return { ...base, subject, userId: target.id }
   }
 
@@ -181,12 +177,20 @@ export class AuthService {
     }
     if (route.widgetSessions !== true) throw notForWidgetSessions(routeScopes, claims.scopes)
     requireScopes(routeScopes, claims.scopes)
-    if (!route.subjects.some((s) => s.startsWith('user:'))) throw subjectNotAllowed('user:individual', route.subjects)
-    const type = await this.users.findUserType(claims.organizationId, userId)
+    const subject = await this.userSubject(claims.organizationId, userId, route)
+    return { organizationId: claims.organizationId, clientId: claims.clientId, scopes: claims.scopes, subject, userId, widget: { ...claims.widget!, expiresAt: claims.expiresAt } }
+  }
+
+  /**
+   * The subject of an active user of the organization (404 when there is none), refused (403) when the route does not
+   * allow it: named as it is, `user:business` for a business, also on an operation for clients only.
+   */
+  private async userSubject(organizationId: string, userId: string, route: RouteAuth): Promise<Subject> {
+    const type = await this.users.findUserType(organizationId, userId)
     if (type === null) throw notFound('user')
     const subject = type === 'individual' ? 'user:individual' : 'user:business'
     requireSubject(subject, route.subjects)
-    return { organizationId: claims.organizationId, clientId: claims.clientId, scopes: claims.scopes, subject, userId, widget: { ...claims.widget!, expiresAt: claims.expiresAt } }
+    return subject
   }
 
   /** Refuses with `token_invalid` or `token_expired`; the edge adds the RFC 6750 `WWW-Authenticate` challenge. */
