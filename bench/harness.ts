@@ -306,7 +306,8 @@ export function newClientCredentials(): ClientCredentials {
 export async function startTessera(
   databaseUrl: string,
   credentials: ClientCredentials,
-  options: { env?: NodeJS.ProcessEnv; profileDir?: string | null } = {},
+  /** `v8Flags`: options for Node.js and V8 before the script (`--no-allocation-site-pretenuring`, …). */
+  options: { env?: NodeJS.ProcessEnv; profileDir?: string | null; v8Flags?: readonly string[] } = {},
 ): Promise<{ child: Child; baseUrl: string }> {
   const port = await freePort()
   const dataDir = makeTempDir('tessera-bench-data-')
@@ -326,19 +327,19 @@ export async function startTessera(
     ...options.env,
   }
   // The profile is written when the process exits, which Tessera does on SIGTERM after closing.
-  const nodeArgs = options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}`] : []
+  const nodeArgs = [...(options.v8Flags ?? []), ...(options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}`] : [])]
   const child = startChild('tessera', [...nodeArgs, 'src/main.ts', 'serve'], env)
   const baseUrl = `http://127.0.0.1:${port}`
   await waitUntil('GET /health/ready = 200', child, 60_000, async () => (await fetch(`${baseUrl}/health/ready`)).status === 200)
   return { child, baseUrl }
 }
 
-/** A client's access token (client credentials). */
-export async function accessToken(baseUrl: string, credentials: ClientCredentials): Promise<string> {
+/** A client's access token (client credentials): with `scope`'s scopes, or every scope the client holds. */
+export async function accessToken(baseUrl: string, credentials: ClientCredentials, scope?: string): Promise<string> {
   const response = await fetch(`${baseUrl}/core/oauth2/token`, {
     method: 'POST',
     headers: { authorization: credentials.basicAuth, 'content-type': 'application/x-www-form-urlencoded' },
-    body: 'grant_type=client_credentials',
+    body: new URLSearchParams(scope === undefined ? { grant_type: 'client_credentials' } : { grant_type: 'client_credentials', scope }).toString(),
   })
   return String((await expectJson(response, 200, 'POST /core/oauth2/token')).access_token)
 }
