@@ -182,13 +182,15 @@ export class AuthService {
   }
 
   /**
-   * The subject of an active user of the organization (404 when there is none), refused (403) when the route does not
-   * allow it: named as it is, `user:business` for a business, also on an operation for clients only.
+   * The subject of an active user of the organization, refused (403) when the route does not allow it, named as it
+   * is: `user:business` for a business, also on an operation for clients only. Where users are allowed, one that does
+   * not exist is 404; on an operation for clients only, every user is refused alike (a user it does not know as
+   * `user:individual`), so that the operation answers no status it does not declare.
    */
   private async userSubject(organizationId: string, userId: string, route: RouteAuth): Promise<Subject> {
     const type = await this.users.findUserType(organizationId, userId)
-    if (type === null) throw notFound('user')
-    const subject = type === 'individual' ? 'user:individual' : 'user:business'
+    const subject = type === 'business' ? 'user:business' : 'user:individual'
+    if (type === null && route.subjects.some((s) => s.startsWith('user:'))) throw notFound('user')
     requireSubject(subject, route.subjects)
     return subject
   }
