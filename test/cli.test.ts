@@ -188,7 +188,10 @@ for (const engine of ENGINES) {
         `POST /core/users HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${bearerToken}\r\nX-Service-User-Ip: ${USER_IP}\r\n` +
           `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body.slice(0, 20)}`,
       )
+      // A request sent after it and answered: the server has read the first one's headers, even on a busy machine
+      // (a fixed pause was not always long enough in CI), so the request is in flight when the signal comes.
       await new Promise((resolve) => setTimeout(resolve, 200))
+      assert.equal((await fetch(`${server.baseUrl}/health/live`)).status, 200)
       server.child.kill('SIGTERM')
       await new Promise((resolve) => setTimeout(resolve, 300))
       socket.write(body.slice(20))
