@@ -16,14 +16,18 @@ import { basicAuth, bearer, individualUser, USER_IP } from './helpers.ts'
 import { cli, freePort, scratchDatabase, serve, type Server } from './processes.ts'
 import { statementRequests, uploadParts } from './scheduling.ts'
 
-/** Every schedule, fast: the longer one is the year of daily prices, whose run takes longest. */
+/**
+ * Every schedule, fast: the longer one is the year of daily prices, whose run takes longest. A second, not less: a
+ * period is skipped when no worker looks during all of it, and on a CI machine running other suites beside this one
+ * three starved workers once all missed a half-second period.
+ */
 const PERIODS: Record<string, number> = {
-  'prices.record': 500,
+  'prices.record': 1_000,
   'prices.backfill': 2_000,
-  'idempotency.purge': 500,
-  'jobs.retention': 500,
-  'kyc.self-categorization-expiry': 500,
-  'files.orphan-bytes': 500,
+  'idempotency.purge': 1_000,
+  'jobs.retention': 1_000,
+  'kyc.self-categorization-expiry': 1_000,
+  'files.orphan-bytes': 1_000,
 }
 
 interface Run {
