@@ -112,7 +112,8 @@ EOF
   local tries=0
   until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
     tries=$((tries + 1))
-    if [ "$tries" -ge 60 ] || ! pid_of "$dir" >/dev/null; then
+    # The daemon writes its pid file a moment after it forks: only after a few tries does a missing one mean it died.
+    if [ "$tries" -ge 60 ] || { [ "$tries" -ge 6 ] && ! pid_of "$dir" >/dev/null; }; then
       tail -n 20 "$dir/pgbouncer.log" >&2 2>/dev/null || true
       die "PgBouncer in $dir is not accepting connections on 127.0.0.1:$port (log: $dir/pgbouncer.log)"
     fi
