@@ -37,6 +37,12 @@ function present(row: AccountRow, balance: Pick<AccountBalance, 'total' | 'avail
   }
 }
 
+/** A new open account, created now (its id a UUIDv7 of the same instant). */
+function newAccountRow(organizationId: string, ownerId: string, label: string, asset: string): AccountRow {
+  const now = new Date()
+  return { organization_id: organizationId, id: uuidv7(now.getTime()), owner_id: ownerId, label, asset, archived_at: null, created_at: now, updated_at: now }
+}
+
 function actingUser(principal: Principal): string {
   if (principal.userId === null) throw notFound('user')
   return principal.userId
@@ -57,22 +63,10 @@ export class AccountsService {
 
   async create(principal: Principal, input: CreateAccountBody): Promise<{ account: Account; errors?: { metadata: ErrorBody } }> {
     const ownerId = actingUser(principal)
-    if (!(await this.assets.mayHold(principal, input.asset))) {
-      throw new DomainError('asset_not_supported', 'The asset is not supported', { details: { context: 'body', property: 'asset' } })
-    }
-    const now = new Date()
-    const id = uuidv7(now.getTime())
-    auditObject('account', id)
-    const row: AccountRow = {
-      organization_id: principal.organizationId,
-      id,
-      owner_id: ownerId,
-      label: input.label,
-      asset: input.asset,
-      archived_at: null,
-      created_at: now,
-      updated_at: now,
-    }
+    await this.assertMayHold(principal, [input.asset])
+    const row = newAccountRow(principal.organizationId, ownerId, input.label, input.asset)
+    auditObject('account', row.id)
+    const now = row.created_at
     return this.db.transaction().execute(async (tx) => {
       await this.insert(tx, row)
       const metadataError = input.metadata !== undefined
@@ -109,10 +103,9 @@ export class AccountsService {
         opened.push({ id: found.id, asset })
         continue
       }
-      const now = new Date()
-      const row: AccountRow = { organization_id: principal.organizationId, id: uuidv7(now.getTime()), owner_id: ownerId, label: asset, asset, archived_at: null, created_at: now, updated_at: now }
+      const row = newAccountRow(principal.organizationId, ownerId, asset, asset)
       await this.insert(tx, row)
-      await this.announce(tx, row.organization_id, ACCOUNT_EVENTS.created, present(row, undefined), now)
+      await this.announce(tx, row.organization_id, ACCOUNT_EVENTS.created, present(row, undefined), row.created_at)
       opened.push({ id: row.id, asset })
     }
     return opened
