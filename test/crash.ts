@@ -260,6 +260,8 @@ export class Crash<U extends User, A extends Commit<U>> {
       const round: A[] = []
       const unexpected: string[] = []
       let stopping = false
+      /** Commits sent and not answered yet: the freeze waits for one, so that every kill lands in a commit. */
+      let committing = 0
 
       // Quote, then commit under a key; stops at the first request the server does not answer.
       const stream = async (n: number) => {
@@ -279,6 +281,7 @@ export class Crash<U extends User, A extends Commit<U>> {
           }
           const attempt = { ...next.with, user, quote, key: `crash-${quote.id}` } as A
           round.push(attempt)
+          committing++
           try {
             const response = await this.commit(attempt)
             attempt.answer = { status: response.status, body: response.body }
@@ -290,6 +293,8 @@ export class Crash<U extends User, A extends Commit<U>> {
           } catch (error) {
             attempt.error = String((error as Error).cause ?? error)
             return
+          } finally {
+            committing--
           }
         }
       }
@@ -305,6 +310,11 @@ export class Crash<U extends User, A extends Commit<U>> {
       )
       assert.deepEqual(unexpected, [], 'the stream runs as it should until the kill')
       assert.ok(streaming > 0, 'the stream runs until the kill')
+      // The streams spend most of their time quoting: a freeze at a moment none was committing would test nothing (and
+      // did happen with eight streams on a busy machine). Waits, a millisecond at a time, until one is.
+      const deadline = Date.now() + 10_000
+      while (committing === 0 && streaming > 0 && Date.now() < deadline) await sleep(1)
+      assert.ok(committing > 0, 'a commit is in flight when the server is frozen')
       // Frozen first, then killed: the database finishes what the server had already sent it (a COMMIT among
       // others, or a rail's or an issuer's record of a call whose step has not committed), but the server never
       // answers. This is a kill at the instant of the freeze, and it makes the hardest case (the commit is made,
