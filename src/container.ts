@@ -173,7 +173,7 @@ export async function buildContainer(deps: ContainerDeps): Promise<Container> {
   const assetCatalogue = new AssetCatalogue(loadReferenceData<AssetsFile>('assets.json', AssetsFile, config.referenceDataDir))
   // The only feed so far; config.ts makes production choose it explicitly (PRICE_FEED=simulated).
   const rates = new RatesService({ catalogue: assetCatalogue, feed: new SandboxPriceFeed(SANDBOX_PRICE_SEED, assetCatalogue.fiatCodes()), db: database.db })
-  const metadata = new MetadataService(database.db)
+  const metadata = new MetadataService(database.db, changes)
   metadata.registerEntity('users', (principal, entityId) => users.metadataOwner(principal, entityId))
   const kycConnector = new KycConnectorService({ db: database.db, sealer: keyRing.sealer(), providers: config.kycConnectorProviders })
   const files = new FilesService({

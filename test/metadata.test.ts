@@ -243,6 +243,44 @@ for (const engine of ENGINES) {
       assert.deepEqual((await subject.get()).json(), { metadata: { own: true } })
     })
 
+    test('reads served from memory: each write is seen by the next read, and another organization never reads it', async () => {
+      const subject = await actor()
+      const read = async () => {
+        const response = await subject.get()
+        return { status: response.status, etag: response.headers.etag, body: response.status === 200 ? response.json() : response.json<{ code: string }>().code }
+      }
+      const put = await subject.put({ step: 1 })
+      // Twice: the second read is the cached one.
+      for (let i = 0; i < 2; i++) assert.deepEqual(await read(), { status: 200, etag: put.headers.etag, body: { metadata: { step: 1 } } })
+      const replaced = await subject.put({ step: 2 }, { 'if-match': String(put.headers.etag) })
+      assert.deepEqual(await read(), { status: 200, etag: replaced.headers.etag, body: { metadata: { step: 2 } } })
+      const upserted = await subject.put({ step: 3 })
+      assert.deepEqual(await read(), { status: 200, etag: upserted.headers.etag, body: { metadata: { step: 3 } } })
+      const patched = await subject.patch([{ op: 'replace', path: '/step', value: 4 }])
+      assert.deepEqual(await read(), { status: 200, etag: patched.headers.etag, body: { metadata: { step: 4 } } })
+      assert.equal((await subject.get({ 'if-none-match': String(patched.headers.etag) })).status, 304)
+      assert.equal((await subject.get({ 'if-none-match': String(upserted.headers.etag) })).status, 200, 'an older tag is not the current one')
+      assert.equal((await subject.remove()).status, 204)
+      assert.deepEqual(await read(), { status: 404, etag: undefined, body: 'entity_not_found' })
+      const again = await subject.put({ step: 5 }, { 'if-none-match': '*' })
+      assert.equal(again.status, 201)
+      assert.deepEqual(await read(), { status: 200, etag: again.headers.etag, body: { metadata: { step: 5 } } })
+
+      // Another organization's client, acting for its own user or naming this one: never this metadata.
+      const foreignToken = await suite.ctx.token(await suite.ctx.newClient())
+      const foreignUser = await suite.ctx.createUser(foreignToken)
+      for (const [actingAs, url] of [
+        [foreignUser.id, `/core/users/${subject.user.id}/metadata`],
+        [subject.user.id, URL],
+        [subject.user.id, `/core/users/${subject.user.id}/metadata`],
+      ] as const) {
+        const response = await suite.ctx.request({ method: 'GET', url, headers: bearer(foreignToken, actingAs) })
+        assert.equal(response.status, 404, `${actingAs} ${url}: ${response.body}`)
+        assert.ok(!response.body.includes('step'), response.body)
+      }
+      assert.equal((await suite.ctx.request({ method: 'GET', url: URL, headers: bearer(foreignToken, foreignUser.id) })).status, 404, 'its own user has none')
+    })
+
     test('entities without their module yet answer 404 for every operation', async () => {
       const subject = await actor()
       const headers = bearer(suite.token, subject.user.id)

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { sql } from 'kysely'
+import { sql, type RawBuilder } from 'kysely'
 import pg from 'pg'
 import type { DatabaseHandle } from './database.ts'
 import type { Executor } from './schema.ts'
@@ -51,6 +51,14 @@ export class ChangeFeed {
   /** Announces that the entity behind `key` changed; call it inside the transaction that changes it. */
   async announce(db: Executor, key: string): Promise<void> {
     await sql`select pg_notify(${this.channel}, ${key})`.execute(db)
+  }
+
+  /**
+   * The announcement as an SQL expression, for a write that announces its own change in the same statement (in its
+   * RETURNING list: one notification per row it changed, none when it changed nothing).
+   */
+  notification(key: string): RawBuilder<unknown> {
+    return sql`pg_notify(${this.channel}, ${key})`
   }
 
   /** Evicts `key` in this process at once, without waiting for the notification to come back. */

@@ -1,4 +1,4 @@
-import { sql } from 'kysely'
+import { sql, type RawBuilder } from 'kysely'
 import type { Executor } from '../../db/schema.ts'
 
 export type MetadataEntity = 'users' | 'accounts' | 'external-accounts' | 'files' | 'transactions'
@@ -16,6 +16,12 @@ export interface MetadataRevision {
   etag: string
 }
 
+/**
+ * What a write returns besides its own columns: the change feed's notification of the key (db/changes.ts), so that
+ * the write and its announcement are one statement.
+ */
+export type Announcement = RawBuilder<unknown>
+
 const byKey = (key: MetadataKey) => ({ organization_id: key.organizationId, entity_type: key.entityType, entity_id: key.entityId })
 
 export async function insertMetadata(db: Executor, key: MetadataKey, revision: MetadataRevision, at: Date): Promise<boolean> {
@@ -29,7 +35,7 @@ export async function insertMetadata(db: Executor, key: MetadataKey, revision: M
 }
 
 /** Creates or replaces; tells which it did. */
-export async function upsertMetadata(db: Executor, key: MetadataKey, revision: MetadataRevision, at: Date): Promise<{ created: boolean }> {
+export async function upsertMetadata(db: Executor, key: MetadataKey, revision: MetadataRevision, at: Date, announce: Announcement): Promise<{ created: boolean }> {
   const row = await db
     .insertInto('metadata')
     .values({ ...byKey(key), data: revision.text, etag: revision.etag, created_at: at, updated_at: at })
@@ -37,7 +43,7 @@ export async function upsertMetadata(db: Executor, key: MetadataKey, revision: M
       oc.columns(['organization_id', 'entity_type', 'entity_id']).doUpdateSet({ data: revision.text, etag: revision.etag, updated_at: at }),
     )
     // xmax is 0 for a row this statement inserted, the updating transaction's id for one it updated.
-    .returning(sql<boolean>`(xmax = 0)`.as('created'))
+    .returning([sql<boolean>`(xmax = 0)`.as('created'), announce.as('announced')])
     .executeTakeFirstOrThrow()
   return { created: row.created }
 }
@@ -52,20 +58,25 @@ export async function findMetadata(db: Executor, key: MetadataKey, options: { lo
 }
 
 /** Replaces the revision when its tag is one of `expected` (any tag when `*`); false when none matched. */
-export async function replaceMetadataIf(db: Executor, key: MetadataKey, expected: '*' | string[], revision: MetadataRevision, at: Date): Promise<boolean> {
+export async function replaceMetadataIf(
+  db: Executor,
+  key: MetadataKey,
+  expected: '*' | string[],
+  revision: MetadataRevision,
+  at: Date,
+  announce: Announcement,
+): Promise<boolean> {
   let query = db
     .updateTable('metadata')
     .set({ data: revision.text, etag: revision.etag, updated_at: at })
     .where((eb) => eb.and(byKey(key)))
   if (expected !== '*') query = query.where('etag', 'in', expected)
-  const result = await query.executeTakeFirst()
-  return Number(result.numUpdatedRows) > 0
+  return (await query.returning(announce.as('announced')).executeTakeFirst()) !== undefined
 }
 
 /** Deletes the metadata, when its tag is one of `expected` if given; false when nothing was deleted. */
-export async function deleteMetadataIf(db: Executor, key: MetadataKey, expected?: '*' | string[]): Promise<boolean> {
+export async function deleteMetadataIf(db: Executor, key: MetadataKey, expected: '*' | string[] | undefined, announce: Announcement): Promise<boolean> {
   let query = db.deleteFrom('metadata').where((eb) => eb.and(byKey(key)))
   if (expected !== undefined && expected !== '*') query = query.where('etag', 'in', expected)
-  const result = await query.executeTakeFirst()
-  return Number(result.numDeletedRows) > 0
+  return (await query.returning(announce.as('announced')).executeTakeFirst()) !== undefined
 }

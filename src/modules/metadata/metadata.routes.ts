@@ -3,7 +3,7 @@ import Type from 'typebox'
 import { formatEntityTag } from '../../http/conditional.ts'
 import type { ScopesByParam, Subject } from '../../http/principal.ts'
 import { described, errorResponses } from '../../http/schemas.ts'
-import { principalOf, type App } from '../../http/types.ts'
+import { principalOf, sendSerialized, type App } from '../../http/types.ts'
 import { DomainError } from '../../lib/errors.ts'
 import {
   ETAG_HEADER,
@@ -63,7 +63,8 @@ export function metadataRoutes(metadata: MetadataService) {
         const { entity, entityId } = request.params
         const result = await metadata.get(principalOf(request), entity, entityId, { ifNoneMatch: request.headers['if-none-match'] })
         if ('notModified' in result) return withEtag(reply, result.etag).status(304).send()
-        return withEtag(reply, result.etag).send({ metadata: result.metadata })
+        // The stored text is the metadata serialized (JSON.stringify of what was accepted): sent as it is.
+        return sendSerialized(withEtag(reply, result.etag), `{"metadata":${result.text}}`)
       },
     )
 

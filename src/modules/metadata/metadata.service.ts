@@ -1,6 +1,8 @@
+import type { ChangeFeed } from '../../db/changes.ts'
 import type { Db, Executor } from '../../db/schema.ts'
 import { conditionMatches, parseEntityTags, type EntityTagCondition } from '../../http/conditional.ts'
 import type { Principal } from '../../http/principal.ts'
+import { InvalidatedCache } from '../../lib/cache.ts'
 import { DomainError, notFound, requestInvalid } from '../../lib/errors.ts'
 import { sha256Hex } from '../../lib/secrets.ts'
 import { applyJsonPatch } from './json-patch.ts'
@@ -11,6 +13,16 @@ import { characterCount, checkMetadata, METADATA_MAX_CHARACTERS, metadataTooLarg
 export type { MetadataEntity }
 
 export const METADATA_ENTITIES: readonly MetadataEntity[] = ['accounts', 'external-accounts', 'files', 'transactions', 'users']
+
+/**
+ * Revisions kept in memory: at most this many (each at most 1024 characters and its tag, so a few megabytes), each at
+ * most this long even if the announcement of its change never arrived.
+ */
+const CACHED_REVISIONS = 20_000
+const CACHED_REVISION_TTL_MS = 60_000
+
+/** The change feed's key of an entity's metadata. */
+const cacheKey = (key: MetadataKey) => `metadata:${key.organizationId}:${key.entityType}:${key.entityId}`
 
 /** The entity name errors use for a collection: `external-accounts` → `external-account`. */
 const singular = (entity: MetadataEntity) => entity.replace(/s$/, '')
@@ -63,13 +75,37 @@ function condition(header: string | undefined, name: 'if-match' | 'if-none-match
 /**
  * Free-form JSON metadata of users, accounts, external accounts, files and transactions, with
  * revisions exposed as entity tags for conditional requests.
+ *
+ * Reads are served from memory when nothing changed: every write (replace, patch, delete) announces its key on the
+ * change feed in its own statement, every process evicts it when the notification arrives (the writing process at
+ * once), and a process that cannot hear the feed reads the database (docs/deployment.md). A creation announces
+ * nothing: an absence is never cached.
  */
 export class MetadataService {
   private readonly db: Db
+  private readonly changes: ChangeFeed
   private readonly resolvers = new Map<MetadataEntity, EntityResolver>()
+  private readonly revisions: InvalidatedCache<MetadataRevision>
 
-  constructor(db: Db) {
+  constructor(db: Db, changes: ChangeFeed) {
     this.db = db
+    this.changes = changes
+    this.revisions = new InvalidatedCache({ maxEntries: CACHED_REVISIONS, ttlMs: CACHED_REVISION_TTL_MS, trusted: () => changes.isLive() })
+    changes.subscribe(this.revisions)
+  }
+
+  /** The current revision, from memory when the feed says it has not changed. */
+  private current(key: MetadataKey): Promise<MetadataRevision | undefined> {
+    return this.revisions.load(cacheKey(key), () => repository.findMetadata(this.db, key))
+  }
+
+  /** What a write returns to announce its key, and forgets it here once the write is done. */
+  private announcement(key: MetadataKey) {
+    return this.changes.notification(cacheKey(key))
+  }
+
+  private forget(key: MetadataKey): void {
+    this.changes.evictLocally(cacheKey(key))
   }
 
   /** Makes an entity's metadata reachable; until its module registers, every instance is 404. */
@@ -86,13 +122,16 @@ export class MetadataService {
     return { organizationId: principal.organizationId, entityType: entity, entityId: id }
   }
 
-  /** The metadata, or `notModified` when `If-None-Match` names the current revision. */
-  async get(principal: Principal, entity: MetadataEntity, entityId: string, conditions: MetadataConditions): Promise<MetadataResult | { notModified: true; etag: string }> {
+  /**
+   * The current revision (its text is the metadata exactly as stored, JSON), or `notModified` when `If-None-Match`
+   * names it.
+   */
+  async get(principal: Principal, entity: MetadataEntity, entityId: string, conditions: MetadataConditions): Promise<MetadataRevision | { notModified: true; etag: string }> {
     const ifNoneMatch = condition(conditions.ifNoneMatch, 'if-none-match')
-    const revision = await repository.findMetadata(this.db, await this.keyFor(principal, entity, entityId))
+    const revision = await this.current(await this.keyFor(principal, entity, entityId))
     if (!revision) throw metadataNotFound()
     if (ifNoneMatch !== undefined && conditionMatches(ifNoneMatch, revision.etag)) return { notModified: true, etag: revision.etag }
-    return resultOf(revision)
+    return revision
   }
 
   /** Creates or replaces the whole metadata. */
@@ -111,14 +150,17 @@ export class MetadataService {
     if (ifMatch !== undefined) {
       // Both conditions at once can never hold: If-None-Match: * needs no metadata, If-Match needs some.
       if (ifNoneMatch !== undefined) throw preconditionFailed('If-Match and If-None-Match: * cannot both hold')
-      if (!(await repository.replaceMetadataIf(this.db, key, ifMatch, revision, now))) throw preconditionFailed()
+      const replaced = await repository.replaceMetadataIf(this.db, key, ifMatch, revision, now, this.announcement(key))
+      this.forget(key)
+      if (!replaced) throw preconditionFailed()
       return { ...resultOf(revision), created: false }
     }
     if (ifNoneMatch === '*') {
       if (!(await repository.insertMetadata(this.db, key, revision, now))) throw preconditionFailed('Metadata already exists (If-None-Match: *)')
       return { ...resultOf(revision), created: true }
     }
-    const { created } = await repository.upsertMetadata(this.db, key, revision, now)
+    const { created } = await repository.upsertMetadata(this.db, key, revision, now, this.announcement(key))
+    this.forget(key)
     return { ...resultOf(revision), created }
   }
 
@@ -126,6 +168,14 @@ export class MetadataService {
   async patch(principal: Principal, entity: MetadataEntity, entityId: string, operations: unknown[], conditions: MetadataConditions): Promise<MetadataResult> {
     const ifMatch = condition(conditions.ifMatch, 'if-match')
     const key = await this.keyFor(principal, entity, entityId)
+    try {
+      return await this.patchLocked(key, operations, ifMatch)
+    } finally {
+      this.forget(key)
+    }
+  }
+
+  private patchLocked(key: MetadataKey, operations: unknown[], ifMatch: EntityTagCondition | undefined): Promise<MetadataResult> {
     return this.db.transaction().execute(async (tx) => {
       const current = await repository.findMetadata(tx, key, { lock: true })
       if (ifMatch !== undefined && !conditionMatches(ifMatch, current?.etag)) throw preconditionFailed()
@@ -150,7 +200,7 @@ export class MetadataService {
       const text = JSON.stringify(patched)
       if (characterCount(text) > METADATA_MAX_CHARACTERS) throw metadataTooLarge()
       const revision = revisionOf(text)
-      await repository.replaceMetadataIf(tx, key, [current.etag], revision, new Date())
+      await repository.replaceMetadataIf(tx, key, [current.etag], revision, new Date(), this.announcement(key))
       return resultOf(revision)
     })
   }
@@ -159,7 +209,9 @@ export class MetadataService {
   async delete(principal: Principal, entity: MetadataEntity, entityId: string, conditions: MetadataConditions): Promise<void> {
     const ifMatch = condition(conditions.ifMatch, 'if-match')
     const key = await this.keyFor(principal, entity, entityId)
-    if (await repository.deleteMetadataIf(this.db, key, ifMatch)) return
+    const deleted = await repository.deleteMetadataIf(this.db, key, ifMatch, this.announcement(key))
+    this.forget(key)
+    if (deleted) return
     throw ifMatch !== undefined ? preconditionFailed() : metadataNotFound()
   }
 }
