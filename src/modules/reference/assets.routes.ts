@@ -1,7 +1,7 @@
 import Type from 'typebox'
 import type { Environment } from '../../config.ts'
 import { ActingRequestHeaders, described, errorResponses } from '../../http/schemas.ts'
-import { principalOf, type App } from '../../http/types.ts'
+import { principalOf, sendSerialized, type App } from '../../http/types.ts'
 import { REFERENCE_DATA_AUTH } from './reference-data.ts'
 import {
   AssetParams,
@@ -65,7 +65,7 @@ export function assetsRoutes(assets: AssetsService, environment: Environment) {
         },
         config: { auth: REFERENCE_DATA_AUTH },
       },
-      async (request) => ({ asset: await assets.get(principalOf(request), request.params.asset) }),
+      async (request, reply) => sendSerialized(reply, await assets.getBody(principalOf(request), request.params.asset)),
     )
 
     // Logos are public images (an <img> sends no token); they are not part of the API document.
