@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose'
 import * as oauth from 'oauth4webapi'
+import { ChangeFeed } from '../src/db/changes.ts'
+import { verifySecret } from '../src/lib/secrets.ts'
+import { ClientsService } from '../src/modules/auth/clients.service.ts'
 import { basicAuth, ENGINES, PUBLIC_URL, startApp, type TestContext, type TestResponse } from './helpers.ts'
 
 const FORM = 'application/x-www-form-urlencoded'
@@ -182,6 +186,62 @@ for (const engine of ENGINES) {
         const revoked = await ctx.newClient()
         await ctx.services.clients.revoke(revoked.clientId)
         assertOAuthError(await tokenRequest({ grant_type: 'client_credentials' }, { authorization: basicAuth(revoked) }), 401, 'invalid_client')
+      })
+
+      test('known and unknown client ids, right and wrong secrets cost the same: one scrypt for a credential not seen yet, none and no database read for one seen', async () => {
+        let checks = 0
+        let reads = 0
+        const counted = ctx.database.db.withPlugin({
+          transformQuery: (args) => {
+            reads++
+            return args.node
+          },
+          transformResult: async (args) => args.result,
+        })
+        const feed = new ChangeFeed(ctx.database.schema)
+        await feed.listen(ctx.database)
+        try {
+          for (let i = 0; !feed.isLive(); i++) {
+            assert.ok(i < 200, 'the change feed listens')
+            await new Promise((resolve) => setTimeout(resolve, 25))
+          }
+          const clients = new ClientsService(counted, feed, ctx.services.clients.scopes, {
+            checkSecret: (secret, stored) => {
+              checks++
+              return verifySecret(secret, stored)
+            },
+          })
+          const known = await clients.create({ name: 'Timing', scopes: '*' })
+          const unknownId = randomUUID()
+          const attempt = async (clientId: string, secret: string) => {
+            const [checksBefore, readsBefore] = [checks, reads]
+            const client = await clients.authenticate(clientId, secret)
+            return { client: client?.id ?? null, checks: checks - checksBefore, reads: reads - readsBefore }
+          }
+          // First sight of an id: its row (or that it has none) is read once; first sight of a credential: one scrypt.
+          assert.deepEqual(await attempt(known.clientId, known.clientSecret), { client: known.clientId, checks: 1, reads: 1 })
+          assert.deepEqual(await attempt(unknownId, 'guess-1'), { client: null, checks: 1, reads: 1 })
+          assert.deepEqual(await attempt(known.clientId, 'guess-1'), { client: null, checks: 1, reads: 0 })
+          assert.deepEqual(await attempt(unknownId, 'guess-2'), { client: null, checks: 1, reads: 0 })
+          // Seen before, right or wrong, known or not: neither.
+          for (const [clientId, secret, client] of [
+            [known.clientId, known.clientSecret, known.clientId],
+            [known.clientId, 'guess-1', null],
+            [unknownId, 'guess-1', null],
+            [unknownId, 'guess-2', null],
+          ] as const) {
+            assert.deepEqual(await attempt(clientId, secret), { client, checks: 0, reads: 0 }, `${clientId === unknownId ? 'unknown' : 'known'} ${secret}`)
+          }
+          // An id once unknown that becomes a client: its creation is announced, the next attempt reads it.
+          const created = await clients.create({ name: 'Timing, later', scopes: '*', clientId: unknownId })
+          assert.equal((await attempt(unknownId, created.clientSecret)).client, unknownId)
+          assert.equal((await attempt(unknownId, 'guess-1')).client, null)
+          // A revoked client: refused, whatever was proven before.
+          await clients.revoke(known.clientId)
+          assert.equal((await attempt(known.clientId, known.clientSecret)).client, null)
+        } finally {
+          await feed.stop()
+        }
       })
 
       test('oauth4webapi surfaces the server error to the client', async () => {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { ChangeFeed } from '../../db/changes.ts'
 import type { ClientRow, Db } from '../../db/schema.ts'
 import { InvalidatedCache } from '../../lib/cache.ts'
-import { generateSecret, hashSecret, safeEqual, sha256Hex, verifySecret } from '../../lib/secrets.ts'
+import { generateSecret, hashSecret, sha256Hex, verifySecret } from '../../lib/secrets.ts'
 import { isUniqueViolation } from '../../db/errors.ts'
 import { isUuid } from '../../lib/ids.ts'
 import * as repository from './clients.repository.ts'
@@ -70,25 +70,36 @@ export class ClientsService {
   private readonly db: Db
   private readonly changes: ChangeFeed
   readonly scopes: ScopeCatalogue
-  /** Client rows by id, read on every authenticated request; evicted everywhere when a client changes. */
-  private readonly rows: InvalidatedCache<ClientRow>
   /**
-   * Client id → digest of a secret already proven against the stored scrypt hash. Secrets are 256-bit
-   * random values, so a digest match is as strong as the hash; it spares the token endpoint one scrypt
-   * per request. Tied to the stored hash, so a rotated secret invalidates it.
+   * Client rows by id, read on every authenticated request; evicted everywhere when a client changes. An id
+   * with no client is remembered too (null), so that an unknown id costs what a known one does (no database
+   * read): the creation of a client announces its id.
    */
-  private readonly verified = new Map<string, { digest: string; secretHash: string }>()
+  private readonly rows: InvalidatedCache<ClientRow | null>
+  /**
+   * What a credential proved, by client id and digest of the secret given: whether it matched the stored scrypt
+   * hash it was checked against (null for an id with no client, checked against a dummy hash). Secrets are 256-bit
+   * random values, so a digest match is as strong as the hash; it spares the token endpoint one scrypt per
+   * request. Tied to the stored hash, so a rotated secret invalidates it. Known and unknown ids, right and wrong
+   * secrets take the same path: one scrypt for a pair not seen yet, none for a pair seen, so the time an attempt
+   * takes tells nothing about which client ids exist.
+   */
+  private readonly proofs = new Map<string, { secretHash: string | null; matched: boolean }>()
 
-  constructor(db: Db, changes: ChangeFeed, scopes: ScopeCatalogue) {
+  /** Checks a secret against a stored scrypt hash (lib/secrets.ts); given by tests that count the checks. */
+  private readonly checkSecret: (secret: string, stored: string) => Promise<boolean>
+
+  constructor(db: Db, changes: ChangeFeed, scopes: ScopeCatalogue, options: { checkSecret?: (secret: string, stored: string) => Promise<boolean> } = {}) {
     this.db = db
     this.changes = changes
     this.scopes = scopes
+    this.checkSecret = options.checkSecret ?? verifySecret
     this.rows = new InvalidatedCache({ maxEntries: 10_000, ttlMs: CACHE_TTL_MS, trusted: () => changes.isLive() })
     changes.subscribe(this.rows)
   }
 
-  private findClient(clientId: string): Promise<ClientRow | undefined> {
-    return this.rows.load(cacheKey(clientId), () => repository.findClient(this.db, clientId))
+  private async findClient(clientId: string): Promise<ClientRow | null> {
+    return (await this.rows.load(cacheKey(clientId), async () => (await repository.findClient(this.db, clientId)) ?? null)) ?? null
   }
 
   async create(input: { name: string; scopes: string; organizationId?: string; clientId?: string; clientSecret?: string }): Promise<ClientCredentials> {
@@ -106,13 +117,17 @@ export class ClientsService {
           throw new ClientInputError(`Organization ${input.organizationId} does not exist`)
         }
         await repository.insertClient(tx, { id: clientId, organizationId: input.organizationId, name, secretHash, scopes, createdAt: now })
+        // Processes may remember this id as one with no client.
+        await this.changes.announce(tx, cacheKey(clientId))
         return input.organizationId
       }
       const id = randomUUID()
       await repository.insertOrganization(tx, { id, name, createdAt: now })
       await repository.insertClient(tx, { id: clientId, organizationId: id, name, secretHash, scopes, createdAt: now })
+      await this.changes.announce(tx, cacheKey(clientId))
       return id
     })
+    this.changes.evictLocally(cacheKey(clientId))
     return { clientId, clientSecret, organizationId, scopes: scopes === WILDCARD ? [WILDCARD] : grantedScopes(scopes, this.scopes) }
   }
 
@@ -129,7 +144,6 @@ export class ClientsService {
       await this.changes.announce(tx, cacheKey(clientId))
     })
     this.changes.evictLocally(cacheKey(clientId))
-    this.verified.delete(clientId)
     return summarize((await repository.findClient(this.db, clientId))!)
   }
 
@@ -156,18 +170,18 @@ export class ClientsService {
   async authenticate(clientId: string, clientSecret: string): Promise<ClientRow | null> {
     if (!isUuid(clientId)) return null
     const client = await this.findClient(clientId.toLowerCase())
-    if (!client || client.revoked_at !== null) {
-      // Spend the same effort as a real check so that timing does not reveal which client ids exist.
-      if (!client) await verifySecret(clientSecret, DUMMY_HASH)
-      return null
+    const secretHash = client?.secret_hash ?? null
+    const proofKey = `${clientId.toLowerCase()}:${sha256Hex(clientSecret)}`
+    const proof = this.proofs.get(proofKey)
+    let matched: boolean
+    if (proof !== undefined && proof.secretHash === secretHash) matched = proof.matched
+    else {
+      // An unknown id spends the scrypt of a real check, against a hash nothing matches.
+      matched = (await this.checkSecret(clientSecret, secretHash ?? DUMMY_HASH)) && secretHash !== null
+      if (this.proofs.size >= MAX_CACHED_CREDENTIALS) this.proofs.delete(this.proofs.keys().next().value!)
+      this.proofs.set(proofKey, { secretHash, matched })
     }
-    const digest = sha256Hex(clientSecret)
-    const cached = this.verified.get(client.id)
-    if (cached && cached.secretHash === client.secret_hash) return safeEqual(cached.digest, digest) ? client : null
-    if (!(await verifySecret(clientSecret, client.secret_hash))) return null
-    if (this.verified.size >= MAX_CACHED_CREDENTIALS) this.verified.delete(this.verified.keys().next().value!)
-    this.verified.set(client.id, { digest, secretHash: client.secret_hash })
-    return client
+    return client !== null && client.revoked_at === null && matched ? client : null
   }
 
   async isRevoked(clientId: string): Promise<boolean> {

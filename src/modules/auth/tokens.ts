@@ -1,6 +1,6 @@
-import { createHash, createPrivateKey, createPublicKey, randomUUID, type KeyObject } from 'node:crypto'
+import { createHash, createPrivateKey, createPublicKey, randomUUID, sign as cryptoSign, type KeyObject } from 'node:crypto'
 import type { WidgetBinding } from '../../http/principal.ts'
-import { decodeProtectedHeader, errors as joseErrors, jwtVerify, SignJWT, type JWK } from 'jose'
+import { decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWK } from 'jose'
 
 const ALGORITHM = 'ES256'
 const MAX_VERIFIED_TOKENS = 10_000
@@ -36,6 +36,8 @@ export class SigningKey {
   readonly privateKey: KeyObject
   readonly publicKey: KeyObject
   readonly jwk: PublicJwk
+  /** The protected header of the tokens it signs, base64url-encoded (the same for every token). */
+  readonly encodedHeader: string
 
   constructor(privateKeyPem: string) {
     this.privateKey = createPrivateKey(privateKeyPem)
@@ -47,6 +49,7 @@ export class SigningKey {
     // RFC 7638: the required members, in lexicographic order, without whitespace.
     this.kid = createHash('sha256').update(JSON.stringify({ crv, kty, x, y })).digest('base64url')
     this.jwk = { kty: kty!, crv: crv!, x: x!, y: y!, kid: this.kid, alg: ALGORITHM, use: 'sig' }
+    this.encodedHeader = Buffer.from(JSON.stringify({ alg: ALGORITHM, typ: TOKEN_TYPE, kid: this.kid })).toString('base64url')
   }
 }
 
@@ -96,24 +99,33 @@ export class TokenSigner {
     return this.keys.published().map((key) => key.jwk)
   }
 
+  /**
+   * A signed access token (RFC 9068 JWT, ES256). The signature is made by node:crypto on libuv's thread pool, off the
+   * main thread; the header is encoded once per key, the claims once per token.
+   */
   async sign(input: { clientId: string; organizationId: string; scopes: string[]; ttlSeconds: number; userId?: string; widget?: WidgetBinding }): Promise<string> {
     const key = this.keys.signing()
     const now = Math.floor(Date.now() / 1000)
-    return new SignJWT({
+    // Registered claims first, as RFC 7519 lists them; then ours.
+    const claims = {
+      iss: this.issuer,
+      sub: input.clientId,
+      aud: this.audience,
+      exp: now + input.ttlSeconds,
+      iat: now,
+      jti: randomUUID(),
       client_id: input.clientId,
       scope: input.scopes.join(' '),
       organization_id: input.organizationId,
       ...(input.userId !== undefined ? { user_id: input.userId } : {}),
       ...(input.widget !== undefined ? { widget: input.widget } : {}),
-    })
-      .setProtectedHeader({ alg: ALGORITHM, typ: TOKEN_TYPE, kid: key.kid })
-      .setIssuer(this.issuer)
-      .setSubject(input.clientId)
-      .setAudience(this.audience)
-      .setIssuedAt(now)
-      .setExpirationTime(now + input.ttlSeconds)
-      .setJti(randomUUID())
-      .sign(key.privateKey)
+    }
+    const signingInput = `${key.encodedHeader}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`
+    const signature = await new Promise<Buffer>((resolve, reject) =>
+      // RFC 7518 §3.4: the JWS signature of ES256 is R‖S, 32 bytes each (IEEE P1363), not DER.
+      cryptoSign('sha256', Buffer.from(signingInput), { key: key.privateKey, dsaEncoding: 'ieee-p1363' }, (error, result) => (error ? reject(error) : resolve(result))),
+    )
+    return `${signingInput}.${signature.toString('base64url')}`
   }
 
   async verify(token: string): Promise<AccessTokenClaims> {
