@@ -24,6 +24,11 @@ export interface Config {
    * migrations' lock) when `databaseUrl` goes through a transaction-pooling proxy; null means `databaseUrl`.
    */
   databaseDirectUrl: string | null
+  /**
+   * Whether hot statements run as named prepared statements: `auto` (on unless DATABASE_DIRECT_URL says a
+   * transaction-pooling proxy is in front, where a named statement may meet another session), `on`, `off`.
+   */
+  databasePreparedStatements: 'auto' | 'on' | 'off'
   databasePoolSize: number
   logLevel: LogLevel
   /** `auto`: readable lines when the output is a terminal, JSON lines otherwise (LOG_FORMAT). */
@@ -336,6 +341,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     databaseUrl,
     databaseDirectUrl,
     databasePoolSize: integer('DATABASE_POOL_SIZE', 10, 1, 1000),
+    databasePreparedStatements: oneOf<Config['databasePreparedStatements']>('DATABASE_PREPARED_STATEMENTS', ['auto', 'on', 'off'], 'auto'),
     logLevel: oneOf<LogLevel>('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
     logFormat: oneOf<Config['logFormat']>('LOG_FORMAT', ['auto', 'json', 'text'], 'auto'),
     accessTokenTtlSeconds: integer('ACCESS_TOKEN_TTL_SECONDS', 3600, 60, 86400),

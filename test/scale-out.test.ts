@@ -6,7 +6,10 @@ import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import pg from 'pg'
+import { sql } from 'kysely'
 import { ChangeFeed } from '../src/db/changes.ts'
+import { openDatabase } from '../src/db/database.ts'
+import type { Db } from '../src/db/schema.ts'
 import { loadOrCreateSecrets } from '../src/lib/data-dir.ts'
 import { basicAuth, bearer, ENGINES, individualUser, startApp, startPeer, TEST_DATABASE_DIRECT_URL, TEST_DATABASE_URL, USER_IP, type TestContext, type TestDatabase } from './helpers.ts'
 import { cli, freePort, scratchDatabase, serve, type Server } from './processes.ts'
@@ -61,6 +64,54 @@ describe('several processes on one PostgreSQL', { skip: !TEST_DATABASE_URL && 'n
     await eventually(async () => {
       assert.equal((await second.request({ method: 'GET', url: '/core/users/me', headers: bearer(token, user.id) })).status, 404)
     })
+  })
+
+  test('hot statements run as named prepared statements on a direct connection, and never behind a pooling proxy', async () => {
+    // Both on PostgreSQL itself (in the PgBouncer pass too), with one connection: its session is the one asked.
+    const url = first.database.directUrl!
+    const preparedOn = async (db: Db) => (await sql<{ name: string; statement: string }>`select name, statement from pg_prepared_statements`.execute(db)).rows
+    const direct = await openDatabase({ databaseUrl: url, databaseDirectUrl: null, databasePoolSize: 1, dataDir: null })
+    try {
+      for (let i = 0; i < 4; i++) assert.equal((await sql<{ n: number }>`select ${i}::int + 1 as n`.execute(direct.db)).rows[0]!.n, i + 1)
+      const prepared = await preparedOn(direct.db)
+      assert.ok(prepared.some((row) => row.name.startsWith('tessera_') && row.statement.includes('$1::int + 1')), JSON.stringify(prepared))
+    } finally {
+      await direct.close()
+    }
+    // A DATABASE_DIRECT_URL other than DATABASE_URL: a proxy may be in front, no name is ever given.
+    const proxied = await openDatabase({ databaseUrl: url, databaseDirectUrl: `${url}${url.includes('?') ? '&' : '?'}application_name=direct`, databasePoolSize: 1, dataDir: null })
+    try {
+      for (let i = 0; i < 4; i++) await sql`select ${i}::int + 1 as n`.execute(proxied.db)
+      assert.deepEqual(await preparedOn(proxied.db), [])
+    } finally {
+      await proxied.close()
+    }
+  })
+
+  test('metadata written through one process is read by the others once its notification arrives', async () => {
+    const token = await first.token()
+    const user = await first.createUser(token)
+    const url = '/core/users/me/metadata'
+    const headers = { ...bearer(token, user.id), 'content-type': 'application/json' }
+    const readOnSecond = async () => {
+      const response = await second.request({ method: 'GET', url, headers: bearer(token, user.id) })
+      return { status: response.status, etag: response.headers.etag, body: response.body }
+    }
+    const created = await first.request({ method: 'PUT', url, headers, payload: JSON.stringify({ version: 1 }) })
+    assert.equal(created.status, 201)
+    // The second process reads it, twice: from then on from its memory.
+    for (let i = 0; i < 2; i++) assert.deepEqual(await readOnSecond(), { status: 200, etag: created.headers.etag, body: '{"metadata":{"version":1}}' })
+
+    const replaced = await first.request({ method: 'PUT', url, headers: { ...headers, 'if-match': String(created.headers.etag) }, payload: JSON.stringify({ version: 2 }) })
+    assert.equal(replaced.status, 200)
+    await eventually(async () => assert.deepEqual(await readOnSecond(), { status: 200, etag: replaced.headers.etag, body: '{"metadata":{"version":2}}' }))
+
+    const patched = await first.request({ method: 'PATCH', url, headers: { ...headers, 'content-type': 'application/json-patch+json' }, payload: '[{"op":"add","path":"/extra","value":true}]' })
+    assert.equal(patched.status, 200)
+    await eventually(async () => assert.deepEqual(await readOnSecond(), { status: 200, etag: patched.headers.etag, body: '{"metadata":{"version":2,"extra":true}}' }))
+
+    assert.equal((await first.request({ method: 'DELETE', url, headers: bearer(token, user.id) })).status, 204)
+    await eventually(async () => assert.equal((await readOnSecond()).status, 404))
   })
 
   test('a process that lost its notification connection reads from the database until it listens again', async () => {

@@ -5,6 +5,7 @@ import { Migrator } from 'kysely/migration'
 import pg from 'pg'
 import type { Config } from '../config.ts'
 import { CommitHooks } from './commit-hooks.ts'
+import { PreparedStatements, preparingClient } from './prepared.ts'
 import { migrationProvider } from './migrations/index.ts'
 import type { Database, Db } from './schema.ts'
 
@@ -36,6 +37,8 @@ export interface DatabaseHandle {
 }
 
 export type DatabaseOptions = Pick<Config, 'databaseUrl' | 'databasePoolSize' | 'dataDir'> & {
+  /** Config.databasePreparedStatements; `auto` when not given. */
+  databasePreparedStatements?: Config['databasePreparedStatements']
   /** Reaches PostgreSQL itself when `databaseUrl` goes through a transaction-pooling proxy (Config.databaseDirectUrl). */
   databaseDirectUrl?: string | null
   /**
@@ -44,12 +47,29 @@ export type DatabaseOptions = Pick<Config, 'databaseUrl' | 'databasePoolSize' | 
   searchPath?: string
 }
 
+/**
+ * Named prepared statements belong to a PostgreSQL session. Behind a transaction-pooling proxy (DATABASE_DIRECT_URL
+ * set to another URL) consecutive transactions may run on different sessions, which would not know the name
+ * (PgBouncer before 1.21), so `auto` leaves them off there.
+ */
+export function usesPreparedStatements(options: DatabaseOptions): boolean {
+  const setting = options.databasePreparedStatements ?? 'auto'
+  if (setting !== 'auto') return setting === 'on'
+  return options.databaseDirectUrl == null || options.databaseDirectUrl === options.databaseUrl
+}
+
 /** Opens PostgreSQL when a URL is configured, otherwise the embedded PGlite database. */
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
   if (options.databaseUrl !== null) {
     const directUrl = options.databaseDirectUrl ?? options.databaseUrl
     const startup = options.searchPath ? { options: `-c search_path=${options.searchPath}` } : {}
-    const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.databasePoolSize, ...startup })
+    const preparing = usesPreparedStatements(options)
+    const pool = new pg.Pool({
+      connectionString: options.databaseUrl,
+      max: options.databasePoolSize,
+      ...startup,
+      ...(preparing ? { Client: preparingClient(new PreparedStatements()) } : {}),
+    })
     // An idle client that loses its connection must not crash the process; the pool replaces it.
     pool.on('error', () => {})
     const commitHooks = new CommitHooks()
