@@ -29,13 +29,26 @@ export function validatorCompiler(ajvs: { body: Ajv; text: Ajv }) {
     const read = (name: string) => !idNames.has(name) && (declared === undefined || declared.has(name))
     const ofAnId = (error: SchemaError) => idNames.has(error.instancePath.split('/')[1] ?? '')
 
+    // The path's, the query's and the headers' dictionaries are objects of their own classes: their own entries
+    // are the input (the ids apart: a malformed one is the 404 below). Of the headers, only the few declared are
+    // read, without walking every header the client sent.
+    const inputOf = (data: unknown): unknown => {
+      if (part === 'body' || data === null || typeof data !== 'object') return data
+      const input: Record<string, unknown> = {}
+      if (part === 'headers' && declared !== undefined) {
+        for (const name of declared) if (Object.hasOwn(data, name)) input[name] = (data as Record<string, unknown>)[name]
+      } else {
+        for (const name of Object.keys(data)) if (read(name)) input[name] = (data as Record<string, unknown>)[name]
+      }
+      return input
+    }
+
     return function check(data: unknown): Outcome {
-      const schemaErrors = validate(data) ? [] : ((validate.errors ?? []) as SchemaError[]).filter((error) => !ofAnId(error))
-      // The path's, the query's and the headers' dictionaries are objects of their own classes: their own entries
-      // are the input (the ids apart: a malformed one is the 404 below).
-      const input = part !== 'body' && data !== null && typeof data === 'object' ? Object.fromEntries(Object.entries(data).filter(([name]) => read(name))) : data
-      const violations = [...toViolations(schemaErrors), ...inputViolations(input)]
-      if (violations.length > 0) return { error: requestInvalid(context, violations) }
+      const schemaErrors = validate(data) ? undefined : ((validate.errors ?? []) as SchemaError[]).filter((error) => !ofAnId(error))
+      const inputProblems = inputViolations(inputOf(data))
+      if ((schemaErrors !== undefined && schemaErrors.length > 0) || inputProblems.length > 0) {
+        return { error: requestInvalid(context, [...toViolations(schemaErrors ?? []), ...inputProblems]) }
+      }
       const missing = ids.length > 0 ? parsePathIds(ids, data as Record<string, unknown>) : undefined
       return missing ? { error: missing } : true
     }
