@@ -69,12 +69,25 @@ describe('several processes on one PostgreSQL', { skip: !TEST_DATABASE_URL && 'n
   test('hot statements run as named prepared statements on a direct connection, and never behind a pooling proxy', async () => {
     // Both on PostgreSQL itself (in the PgBouncer pass too), with one connection: its session is the one asked.
     const url = first.database.directUrl!
-    const preparedOn = async (db: Db) => (await sql<{ name: string; statement: string }>`select name, statement from pg_prepared_statements`.execute(db)).rows
+    const preparedOn = async (db: Db) => (await sql<{ name: string; statement: string }>`select name, statement from pg_prepared_statements where statement not like '%pg_prepared_statements%'`.execute(db)).rows
     const direct = await openDatabase({ databaseUrl: url, databaseDirectUrl: null, databasePoolSize: 1, dataDir: null })
     try {
       for (let i = 0; i < 4; i++) assert.equal((await sql<{ n: number }>`select ${i}::int + 1 as n`.execute(direct.db)).rows[0]!.n, i + 1)
       const prepared = await preparedOn(direct.db)
       assert.ok(prepared.some((row) => row.name.startsWith('tessera_') && row.statement.includes('$1::int + 1')), JSON.stringify(prepared))
+      // The session loses its statements (as behind a pooling proxy that changed sessions): the statement that meets
+      // the loss runs again unnamed when it was alone, fails its transaction when it was in one; unnamed after that.
+      await sql`deallocate all`.execute(direct.db)
+      assert.equal((await sql<{ n: number }>`select ${41}::int + 1 as n`.execute(direct.db)).rows[0]!.n, 42)
+      assert.deepEqual(await preparedOn(direct.db), [])
+      for (let i = 0; i < 3; i++) await sql`select ${i}::int - 2 as n`.execute(direct.db)
+      await sql`deallocate all`.execute(direct.db)
+      await assert.rejects(
+        direct.db.transaction().execute(async (tx) => sql`select ${1}::int - 2 as n`.execute(tx)),
+        (error: { code?: string }) => error.code === '26000',
+      )
+      assert.equal((await sql<{ n: number }>`select ${44}::int - 2 as n`.execute(direct.db)).rows[0]!.n, 42)
+      assert.deepEqual(await preparedOn(direct.db), [])
     } finally {
       await direct.close()
     }

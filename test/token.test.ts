@@ -188,7 +188,7 @@ for (const engine of ENGINES) {
         assertOAuthError(await tokenRequest({ grant_type: 'client_credentials' }, { authorization: basicAuth(revoked) }), 401, 'invalid_client')
       })
 
-      test('known and unknown client ids, right and wrong secrets cost the same: one scrypt for a credential not seen yet, none and no database read for one seen', async () => {
+      test('known and unknown client ids, right and wrong secrets cost the same: one scrypt for a wrong secret or a right one not seen yet, none and no database read for a right one seen', async () => {
         let checks = 0
         let reads = 0
         const counted = ctx.database.db.withPlugin({
@@ -218,26 +218,32 @@ for (const engine of ENGINES) {
             const client = await clients.authenticate(clientId, secret)
             return { client: client?.id ?? null, checks: checks - checksBefore, reads: reads - readsBefore }
           }
-          // First sight of an id: its row (or that it has none) is read once; first sight of a credential: one scrypt.
+          // First sight of an id: its row (or that it has none) is read once. A right secret costs one scrypt the
+          // first time and none after; a wrong one, for a known id or an unknown one, one scrypt every time.
           assert.deepEqual(await attempt(known.clientId, known.clientSecret), { client: known.clientId, checks: 1, reads: 1 })
+          // The creation's own notification may arrive after that read and evict the row once more: until it has, a read.
+          for (let i = 0; (await attempt(known.clientId, known.clientSecret)).reads > 0; i++) {
+            assert.ok(i < 100, 'the row stays cached once the creation was heard')
+            await new Promise((resolve) => setTimeout(resolve, 20))
+          }
           assert.deepEqual(await attempt(unknownId, 'guess-1'), { client: null, checks: 1, reads: 1 })
-          assert.deepEqual(await attempt(known.clientId, 'guess-1'), { client: null, checks: 1, reads: 0 })
-          assert.deepEqual(await attempt(unknownId, 'guess-2'), { client: null, checks: 1, reads: 0 })
-          // Seen before, right or wrong, known or not: neither.
-          for (const [clientId, secret, client] of [
-            [known.clientId, known.clientSecret, known.clientId],
-            [known.clientId, 'guess-1', null],
-            [unknownId, 'guess-1', null],
-            [unknownId, 'guess-2', null],
+          for (const [clientId, secret, client, checked] of [
+            [known.clientId, known.clientSecret, known.clientId, 0],
+            [known.clientId.toUpperCase(), known.clientSecret, known.clientId, 0],
+            [known.clientId, 'guess-1', null, 1],
+            [known.clientId, 'guess-1', null, 1],
+            [unknownId, 'guess-1', null, 1],
+            [unknownId.toUpperCase(), 'guess-2', null, 1],
           ] as const) {
-            assert.deepEqual(await attempt(clientId, secret), { client, checks: 0, reads: 0 }, `${clientId === unknownId ? 'unknown' : 'known'} ${secret}`)
+            assert.deepEqual(await attempt(clientId, secret), { client, checks: checked, reads: 0 }, `${clientId === unknownId ? 'unknown' : 'known'} ${secret}`)
           }
           // An id once unknown that becomes a client: its creation is announced, the next attempt reads it.
-          const created = await clients.create({ name: 'Timing, later', scopes: '*', clientId: unknownId })
+          // (Named in capitals: the same id, the same key.)
+          const created = await clients.create({ name: 'Timing, later', scopes: '*', clientId: unknownId.toUpperCase() })
           assert.equal((await attempt(unknownId, created.clientSecret)).client, unknownId)
           assert.equal((await attempt(unknownId, 'guess-1')).client, null)
           // A revoked client: refused, whatever was proven before.
-          await clients.revoke(known.clientId)
+          await clients.revoke(known.clientId.toUpperCase())
           assert.equal((await attempt(known.clientId, known.clientSecret)).client, null)
         } finally {
           await feed.stop()

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { ChangeFeed } from '../../db/changes.ts'
 import type { ClientRow, Db } from '../../db/schema.ts'
 import { InvalidatedCache } from '../../lib/cache.ts'
-import { generateSecret, hashSecret, sha256Hex, verifySecret } from '../../lib/secrets.ts'
+import { generateSecret, hashSecret, safeEqual, sha256Hex, verifySecret } from '../../lib/secrets.ts'
 import { isUniqueViolation } from '../../db/errors.ts'
 import { isUuid } from '../../lib/ids.ts'
 import * as repository from './clients.repository.ts'
@@ -31,7 +31,8 @@ const WILDCARD = '*'
 const MAX_CACHED_CREDENTIALS = 10_000
 const CACHE_TTL_MS = 60_000
 
-const cacheKey = (clientId: string) => `client:${clientId}`
+/** The cache and change feed key of a client: ids are UUIDs, the same whatever their case. */
+const cacheKey = (clientId: string) => `client:${clientId.toLowerCase()}`
 
 /**
  * Scopes a stored grant stands for: `*` grows with the service, a list stays as granted, less any scope the
@@ -70,21 +71,20 @@ export class ClientsService {
   private readonly db: Db
   private readonly changes: ChangeFeed
   readonly scopes: ScopeCatalogue
+  /** Client rows by id, read on every authenticated request; evicted everywhere when a client changes. */
+  private readonly rows: InvalidatedCache<ClientRow>
   /**
-   * Client rows by id, read on every authenticated request; evicted everywhere when a client changes. An id
-   * with no client is remembered too (null), so that an unknown id costs what a known one does (no database
-   * read): the creation of a client announces its id.
+   * Ids with no client, remembered apart (so that a flood of made-up ids cannot push real clients out of `rows`),
+   * so that an unknown id costs what a known one does: no database read. A client's creation announces its id.
    */
-  private readonly rows: InvalidatedCache<ClientRow | null>
+  private readonly absent: InvalidatedCache<true>
   /**
-   * What a credential proved, by client id and digest of the secret given: whether it matched the stored scrypt
-   * hash it was checked against (null for an id with no client, checked against a dummy hash). Secrets are 256-bit
-   * random values, so a digest match is as strong as the hash; it spares the token endpoint one scrypt per
-   * request. Tied to the stored hash, so a rotated secret invalidates it. Known and unknown ids, right and wrong
-   * secrets take the same path: one scrypt for a pair not seen yet, none for a pair seen, so the time an attempt
-   * takes tells nothing about which client ids exist.
+   * Client id → digest of a secret already proven against the stored scrypt hash. Secrets are 256-bit random
+   * values, so a digest match is as strong as the hash; it spares the token endpoint one scrypt per request. Tied
+   * to the stored hash, so a rotated secret invalidates it. Only proofs are kept: a wrong secret, for a known id or
+   * an unknown one, costs one scrypt every time, so the time an attempt takes tells nothing about which ids exist.
    */
-  private readonly proofs = new Map<string, { secretHash: string | null; matched: boolean }>()
+  private readonly proofs = new Map<string, { digest: string; secretHash: string }>()
 
   /** Checks a secret against a stored scrypt hash (lib/secrets.ts); given by tests that count the checks. */
   private readonly checkSecret: (secret: string, stored: string) => Promise<boolean>
@@ -95,11 +95,20 @@ export class ClientsService {
     this.scopes = scopes
     this.checkSecret = options.checkSecret ?? verifySecret
     this.rows = new InvalidatedCache({ maxEntries: 10_000, ttlMs: CACHE_TTL_MS, trusted: () => changes.isLive() })
+    this.absent = new InvalidatedCache({ maxEntries: 10_000, ttlMs: CACHE_TTL_MS, trusted: () => changes.isLive() })
     changes.subscribe(this.rows)
+    changes.subscribe(this.absent)
   }
 
   private async findClient(clientId: string): Promise<ClientRow | null> {
-    return (await this.rows.load(cacheKey(clientId), async () => (await repository.findClient(this.db, clientId)) ?? null)) ?? null
+    const key = cacheKey(clientId)
+    let row: ClientRow | undefined
+    // Read inside the absence's load: a creation announced while it reads keeps the absence from being remembered.
+    await this.absent.load(key, async () => {
+      row = await this.rows.load(key, () => repository.findClient(this.db, clientId))
+      return row ? undefined : true
+    })
+    return row ?? null
   }
 
   async create(input: { name: string; scopes: string; organizationId?: string; clientId?: string; clientSecret?: string }): Promise<ClientCredentials> {
@@ -169,17 +178,20 @@ export class ClientsService {
   /** The active client these credentials prove, or null. */
   async authenticate(clientId: string, clientSecret: string): Promise<ClientRow | null> {
     if (!isUuid(clientId)) return null
-    const client = await this.findClient(clientId.toLowerCase())
-    const secretHash = client?.secret_hash ?? null
-    const proofKey = `${clientId.toLowerCase()}:${sha256Hex(clientSecret)}`
-    const proof = this.proofs.get(proofKey)
+    const id = clientId.toLowerCase()
+    const client = await this.findClient(id)
+    const digest = sha256Hex(clientSecret)
+    const proof = client ? this.proofs.get(client.id) : undefined
     let matched: boolean
-    if (proof !== undefined && proof.secretHash === secretHash) matched = proof.matched
+    // Only the secret already proven skips scrypt: any other, for any id, pays it.
+    if (client && proof && proof.secretHash === client.secret_hash && safeEqual(proof.digest, digest)) matched = true
     else {
       // An unknown id spends the scrypt of a real check, against a hash nothing matches.
-      matched = (await this.checkSecret(clientSecret, secretHash ?? DUMMY_HASH)) && secretHash !== null
-      if (this.proofs.size >= MAX_CACHED_CREDENTIALS) this.proofs.delete(this.proofs.keys().next().value!)
-      this.proofs.set(proofKey, { secretHash, matched })
+      matched = (await this.checkSecret(clientSecret, client?.secret_hash ?? DUMMY_HASH)) && client !== null
+      if (client && matched) {
+        if (this.proofs.size >= MAX_CACHED_CREDENTIALS) this.proofs.delete(this.proofs.keys().next().value!)
+        this.proofs.set(client.id, { digest, secretHash: client.secret_hash })
+      }
     }
     return client !== null && client.revoked_at === null && matched ? client : null
   }

@@ -150,8 +150,12 @@ export class MetadataService {
     if (ifMatch !== undefined) {
       // Both conditions at once can never hold: If-None-Match: * needs no metadata, If-Match needs some.
       if (ifNoneMatch !== undefined) throw preconditionFailed('If-Match and If-None-Match: * cannot both hold')
-      const replaced = await repository.replaceMetadataIf(this.db, key, ifMatch, revision, now, this.announcement(key))
-      this.forget(key)
+      let replaced: boolean
+      try {
+        replaced = await repository.replaceMetadataIf(this.db, key, ifMatch, revision, now, this.announcement(key))
+      } finally {
+        this.forget(key)
+      }
       if (!replaced) throw preconditionFailed()
       return { ...resultOf(revision), created: false }
     }
@@ -159,8 +163,12 @@ export class MetadataService {
       if (!(await repository.insertMetadata(this.db, key, revision, now))) throw preconditionFailed('Metadata already exists (If-None-Match: *)')
       return { ...resultOf(revision), created: true }
     }
-    const { created } = await repository.upsertMetadata(this.db, key, revision, now, this.announcement(key))
-    this.forget(key)
+    let created: boolean
+    try {
+      ;({ created } = await repository.upsertMetadata(this.db, key, revision, now, this.announcement(key)))
+    } finally {
+      this.forget(key)
+    }
     return { ...resultOf(revision), created }
   }
 
@@ -209,8 +217,12 @@ export class MetadataService {
   async delete(principal: Principal, entity: MetadataEntity, entityId: string, conditions: MetadataConditions): Promise<void> {
     const ifMatch = condition(conditions.ifMatch, 'if-match')
     const key = await this.keyFor(principal, entity, entityId)
-    const deleted = await repository.deleteMetadataIf(this.db, key, ifMatch, this.announcement(key))
-    this.forget(key)
+    let deleted: boolean
+    try {
+      deleted = await repository.deleteMetadataIf(this.db, key, ifMatch, this.announcement(key))
+    } finally {
+      this.forget(key)
+    }
     if (deleted) return
     throw ifMatch !== undefined ? preconditionFailed() : metadataNotFound()
   }
