@@ -50,7 +50,7 @@ export class ChangeFeed {
 
   /** Announces that the entity behind `key` changed; call it inside the transaction that changes it. */
   async announce(db: Executor, key: string): Promise<void> {
-    await sql`select pg_notify(${this.channel}, ${key})`.execute(db)
+    await sql`select ${this.notification(key)}`.execute(db)
   }
 
   /**

@@ -1,3 +1,4 @@
+import type { RawBuilder } from 'kysely'
 import type { ChangeFeed } from '../../db/changes.ts'
 import type { Db, Executor } from '../../db/schema.ts'
 import { conditionMatches, parseEntityTags, type EntityTagCondition } from '../../http/conditional.ts'
@@ -99,13 +100,16 @@ export class MetadataService {
     return this.revisions.load(cacheKey(key), () => repository.findMetadata(this.db, key))
   }
 
-  /** What a write returns to announce its key, and forgets it here once the write is done. */
-  private announcement(key: MetadataKey) {
-    return this.changes.notification(cacheKey(key))
-  }
-
-  private forget(key: MetadataKey): void {
-    this.changes.evictLocally(cacheKey(key))
+  /**
+   * Runs a write of `key`'s metadata, given the announcement its statement returns (db/changes.ts), and forgets the
+   * key here once the write is over, whatever its outcome: this process reads its own writes at once.
+   */
+  private async announcing<T>(key: MetadataKey, write: (announce: RawBuilder<unknown>) => Promise<T>): Promise<T> {
+    try {
+      return await write(this.changes.notification(cacheKey(key)))
+    } finally {
+      this.changes.evictLocally(cacheKey(key))
+    }
   }
 
   /** Makes an entity's metadata reachable; until its module registers, every instance is 404. */
@@ -150,12 +154,7 @@ export class MetadataService {
     if (ifMatch !== undefined) {
       // Both conditions at once can never hold: If-None-Match: * needs no metadata, If-Match needs some.
       if (ifNoneMatch !== undefined) throw preconditionFailed('If-Match and If-None-Match: * cannot both hold')
-      let replaced: boolean
-      try {
-        replaced = await repository.replaceMetadataIf(this.db, key, ifMatch, revision, now, this.announcement(key))
-      } finally {
-        this.forget(key)
-      }
+      const replaced = await this.announcing(key, (announce) => repository.replaceMetadataIf(this.db, key, ifMatch, revision, now, announce))
       if (!replaced) throw preconditionFailed()
       return { ...resultOf(revision), created: false }
     }
@@ -163,12 +162,7 @@ export class MetadataService {
       if (!(await repository.insertMetadata(this.db, key, revision, now))) throw preconditionFailed('Metadata already exists (If-None-Match: *)')
       return { ...resultOf(revision), created: true }
     }
-    let created: boolean
-    try {
-      ;({ created } = await repository.upsertMetadata(this.db, key, revision, now, this.announcement(key)))
-    } finally {
-      this.forget(key)
-    }
+    const { created } = await this.announcing(key, (announce) => repository.upsertMetadata(this.db, key, revision, now, announce))
     return { ...resultOf(revision), created }
   }
 
@@ -176,15 +170,7 @@ export class MetadataService {
   async patch(principal: Principal, entity: MetadataEntity, entityId: string, operations: unknown[], conditions: MetadataConditions): Promise<MetadataResult> {
     const ifMatch = condition(conditions.ifMatch, 'if-match')
     const key = await this.keyFor(principal, entity, entityId)
-    try {
-      return await this.patchLocked(key, operations, ifMatch)
-    } finally {
-      this.forget(key)
-    }
-  }
-
-  private patchLocked(key: MetadataKey, operations: unknown[], ifMatch: EntityTagCondition | undefined): Promise<MetadataResult> {
-    return this.db.transaction().execute(async (tx) => {
+    return this.announcing(key, (announce) => this.db.transaction().execute(async (tx) => {
       const current = await repository.findMetadata(tx, key, { lock: true })
       if (ifMatch !== undefined && !conditionMatches(ifMatch, current?.etag)) throw preconditionFailed()
       if (!current) throw metadataNotFound()
@@ -208,22 +194,16 @@ export class MetadataService {
       const text = JSON.stringify(patched)
       if (characterCount(text) > METADATA_MAX_CHARACTERS) throw metadataTooLarge()
       const revision = revisionOf(text)
-      await repository.replaceMetadataIf(tx, key, [current.etag], revision, new Date(), this.announcement(key))
+      await repository.replaceMetadataIf(tx, key, [current.etag], revision, new Date(), announce)
       return resultOf(revision)
-    })
+    }))
   }
 
   /** Removes all metadata of the entity. */
   async delete(principal: Principal, entity: MetadataEntity, entityId: string, conditions: MetadataConditions): Promise<void> {
     const ifMatch = condition(conditions.ifMatch, 'if-match')
     const key = await this.keyFor(principal, entity, entityId)
-    let deleted: boolean
-    try {
-      deleted = await repository.deleteMetadataIf(this.db, key, ifMatch, this.announcement(key))
-    } finally {
-      this.forget(key)
-    }
-    if (deleted) return
+    if (await this.announcing(key, (announce) => repository.deleteMetadataIf(this.db, key, ifMatch, announce))) return
     throw ifMatch !== undefined ? preconditionFailed() : metadataNotFound()
   }
 }
