@@ -41,6 +41,16 @@ const settings = {
   enforceTarget: process.env.BENCH_ENFORCE_TARGET === '1',
   // Runtime flags for both servers (the ceiling and Tessera), to measure their effect: `--no-allocation-site-pretenuring`.
   v8Flags: (process.env.BENCH_V8_FLAGS ?? '').split(/\s+/).filter((flag) => flag !== ''),
+  // Scenario letters to measure (`f,h`), for a quick look at a few; the ceiling (a) is always measured.
+  only: selectedScenarios(process.env.BENCH_SCENARIOS),
+}
+
+function selectedScenarios(value: string | undefined): Set<string> | null {
+  const letters = (value ?? '').split(/[\s,]+/).filter((letter) => letter !== '')
+  if (letters.length === 0) return null
+  const unknown = letters.filter((letter) => !/^[a-i]$/.test(letter))
+  if (unknown.length > 0) throw new Error(`BENCH_SCENARIOS: unknown scenario ${unknown.join(', ')} (letters a to i)`)
+  return new Set(letters)
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -97,7 +107,8 @@ async function measure(
   meter: CpuMeter,
   options: Omit<Options, 'duration' | 'connections' | 'pipelining'>,
   expectedStatus?: number,
-): Promise<Figures> {
+): Promise<Figures | null> {
+  if (settings.only && scenario !== '(a)' && !settings.only.has(scenario.slice(1, -1))) return null
   const common = { ...options, connections: settings.connections, pipelining: settings.pipelining }
   log(`${scenario} ${label}: warm-up ${settings.warmupSeconds} s`)
   const warmup = await load({ ...common, duration: settings.warmupSeconds })
@@ -145,6 +156,12 @@ async function measure(
   }
 }
 
+async function measureCeiling(...args: Parameters<typeof measure>): Promise<Figures> {
+  const figures = await measure(...args)
+  if (!figures) throw new Error('the ceiling is always measured')
+  return figures
+}
+
 const failed = (f: Figures) => f.runs.some((run) => run.unexpected > 0 || run.errors > 0 || run.timeouts > 0 || run.requestsTotal === 0)
 
 const timestamp = new Date().toISOString().replace(/[:.]/g, '-')
@@ -187,7 +204,7 @@ async function main(): Promise<number> {
     if (line.trim() === 'listening') helloListening = true
   })
   await waitUntil('"listening"', hello, 15_000, async () => helloListening)
-  const a = await measure('(a)', 'bare Fastify hello-world', '', cpuMeter(hello.process.pid!, backendPid), { url: `http://127.0.0.1:${helloPort}/`, method: 'GET' })
+  const a = await measureCeiling('(a)', 'bare Fastify hello-world', '', cpuMeter(hello.process.pid!, backendPid), { url: `http://127.0.0.1:${helloPort}/`, method: 'GET' })
   await stopChild(hello)
 
   const profileDir = settings.cpuProfile ? path.join(RESULTS_DIR, `profile-${timestamp}`) : null
@@ -275,7 +292,7 @@ async function main(): Promise<number> {
   // Taken before stopping: shutdown adds its own lines, which say nothing about the measured runs.
   const tesseraOutput = tessera.child.tail()
   await stopChild(tessera.child)
-  const scenarios = [a, b, c, d, e, f, g, h, i]
+  const scenarios = [a, b, c, d, e, f, g, h, i].filter((figures): figures is Figures => figures !== null)
   const ratioOf = (figures: Figures) => figures.requestsPerSecond / a.requestsPerSecond
   const ratios = Object.fromEntries(scenarios.slice(1).map((figures) => [figures.scenario, ratioOf(figures)]))
   const missed = scenarios.slice(1).filter((figures) => ratioOf(figures) < (TARGETS[figures.scenario] ?? 0))

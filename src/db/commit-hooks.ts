@@ -1,4 +1,4 @@
-import type { CompiledQuery, DatabaseConnection, Dialect, Driver, QueryResult, TransactionSettings } from 'kysely'
+import { CompiledQuery, type DatabaseConnection, type Dialect, type Driver, type QueryResult, type TransactionSettings } from 'kysely'
 
 /**
  * Work that must commit with a transaction's own writes (the audit trail's row): called on the transaction's
@@ -6,6 +6,22 @@ import type { CompiledQuery, DatabaseConnection, Dialect, Driver, QueryResult, T
  * connection; throwing rolls the whole transaction back. What it returns runs once the COMMIT succeeded.
  */
 export type BeforeCommitHook = (connection: HookConnection) => Promise<(() => void) | undefined>
+
+/**
+ * A hook's work as one common table expression of a single-statement write (see `foldable`): `sql` runs only
+ * when `condition` (SQL, true when the write changed rows) holds, and numbers its parameters from `$<offset + 1>`.
+ * `after` runs once the statement committed, with whether the write changed rows.
+ */
+export type FoldedHook = (offset: number, condition: string) => { sql: string; parameters: readonly unknown[]; after(wrote: boolean): void } | undefined
+
+/**
+ * A write that can carry the hooks' work in its own statement instead of a transaction of its own: one INSERT,
+ * UPDATE or DELETE (not a WITH: a data-modifying CTE must be at the top level) with a RETURNING list, whose rows say
+ * whether it changed any. One statement is one round trip where BEGIN, write, hook, COMMIT are four.
+ */
+export function foldable(sql: string): boolean {
+  return /^\s*(?:insert|update|delete)\b/i.test(sql) && /\breturning\b/i.test(sql)
+}
 
 /** Runs statements on the connection of the transaction being committed. */
 export interface HookConnection {
@@ -51,8 +67,13 @@ class TrackedConnection implements DatabaseConnection {
       if (changedRows(query.sql, result)) this.wrote = true
       return result
     }
-    // A write outside any transaction (autocommit) that a hook wants to stand beside: made a transaction of its own.
+    // A write outside any transaction (autocommit) that a hook wants to stand beside: one statement carrying the
+    // hooks' work when it can, else a transaction of its own.
     if (!this.driver.wantsCommitHook()) return this.inner.executeQuery<R>(query)
+    if (foldable(query.sql)) {
+      const folded = this.driver.fold(query)
+      if (folded) return this.executeFolded<R>(folded.query, folded.after)
+    }
     await this.driver.beginTransaction(this, {})
     try {
       const result = await this.inner.executeQuery<R>(query)
@@ -62,6 +83,20 @@ class TrackedConnection implements DatabaseConnection {
     } catch (error) {
       if (this.inTransaction) await this.driver.rollbackTransaction(this).catch(() => {})
       throw error
+    }
+  }
+
+  private async executeFolded<R>(query: CompiledQuery, after: ((wrote: boolean) => void)[]): Promise<QueryResult<R>> {
+    // No hook had work for this write after all: it runs as it is.
+    if (after.length === 0) return this.inner.executeQuery<R>(query)
+    let wrote = false
+    try {
+      const result = await this.inner.executeQuery<R>(query)
+      wrote = result.rows.length > 0
+      // The statement is a SELECT of the write's RETURNING rows, one per changed row: the count the write had.
+      return { ...result, numAffectedRows: BigInt(result.rows.length) }
+    } finally {
+      for (const done of after) done(wrote)
     }
   }
 
@@ -91,6 +126,10 @@ class HookedDriver implements Driver {
 
   wantsCommitHook(): boolean {
     return this.hooks.wanted()
+  }
+
+  fold(query: CompiledQuery): { query: CompiledQuery; after: ((wrote: boolean) => void)[] } | undefined {
+    return this.hooks.fold(query)
   }
 
   init(): Promise<void> {
@@ -141,10 +180,33 @@ function innerOf(connection: DatabaseConnection): DatabaseConnection {
  * request (workers, the CLI) cost nothing.
  */
 export class CommitHooks {
-  private readonly registered: { wanted: () => boolean; hook: BeforeCommitHook }[] = []
+  private readonly registered: { wanted: () => boolean; hook: BeforeCommitHook; folded?: FoldedHook }[] = []
 
-  add(wanted: () => boolean, hook: BeforeCommitHook): void {
-    this.registered.push({ wanted, hook })
+  /** `folded`, when given, is the same work as `hook`, carried by a single-statement write (`foldable`). */
+  add(wanted: () => boolean, hook: BeforeCommitHook, folded?: FoldedHook): void {
+    this.registered.push({ wanted, hook, ...(folded ? { folded } : {}) })
+  }
+
+  /**
+   * The write as one statement with the wanted hooks' work beside it, or undefined when a wanted hook cannot be
+   * folded: `with written as (<write>), hook_1 as (…) select * from written`. Every part of one statement sees the
+   * same snapshot and commits or fails together, as a transaction of its own would.
+   */
+  fold(query: CompiledQuery): { query: CompiledQuery; after: ((wrote: boolean) => void)[] } | undefined {
+    const wanted = this.registered.filter((entry) => entry.wanted())
+    if (wanted.some((entry) => !entry.folded)) return undefined
+    const parameters = [...query.parameters]
+    const parts = [`written as (${query.sql})`]
+    const after: ((wrote: boolean) => void)[] = []
+    for (const [index, entry] of wanted.entries()) {
+      const part = entry.folded!(parameters.length, 'exists (select from written)')
+      if (!part) continue
+      parts.push(`hook_${index + 1} as (${part.sql})`)
+      parameters.push(...part.parameters)
+      after.push(part.after)
+    }
+    if (after.length === 0) return { query, after }
+    return { query: CompiledQuery.raw(`with ${parts.join(', ')} select * from written`, parameters), after }
   }
 
   wanted(): boolean {

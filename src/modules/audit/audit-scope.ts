@@ -55,7 +55,7 @@ export function withoutAudit<T>(work: () => T): T {
 }
 
 /** The row the current request still has to write with its first committing write, if any. */
-export function pendingAudit(): { entry: AuditEntry; object: AuditObject | null; begin(): () => void } | undefined {
+export function pendingAudit(): { entry: AuditEntry; object: AuditObject | null; begin(): (recorded: boolean) => void } | undefined {
   const scope = storage.getStore()
   if (scope?.state !== 'open') return undefined
   return {
@@ -63,10 +63,11 @@ export function pendingAudit(): { entry: AuditEntry; object: AuditObject | null;
     object: scope.object,
     begin: () => {
       // Marked before the row's statement runs, so that a second transaction of the same request committing
-      // meanwhile does not write a second row; if that commit then fails, the request has failed with it.
+      // meanwhile does not write a second row. The returned function settles it: recorded, or (the statement
+      // carrying the row changed nothing, or failed) still to write by the request's next write.
       scope.state = 'recording'
-      return () => {
-        scope.state = 'recorded'
+      return (recorded) => {
+        if (scope.state === 'recording') scope.state = recorded ? 'recorded' : 'open'
       }
     },
   }

@@ -31,9 +31,15 @@ export function pathObject(paramNames: readonly string[], params: Record<string,
   return actingFor === null ? null : { type: 'user', id: actingFor }
 }
 
-function entryOf(request: FastifyRequest): AuditEntry | null {
-  const operation = String(request.routeOptions.schema?.operationId ?? `${request.method} ${request.routeOptions.url}`)
-  const common = { operation, method: request.method, route: request.routeOptions.url ?? request.url, requestId: request.id }
+/** What the route says of itself, taken once when it is registered (`request.routeOptions` builds a copy per read). */
+interface RouteNames {
+  operationId: string | undefined
+  url: string
+}
+
+function entryOf(request: FastifyRequest, route: RouteNames): AuditEntry | null {
+  const operation = route.operationId ?? `${request.method} ${route.url}`
+  const common = { operation, method: request.method, route: route.url, requestId: request.id }
   const principal = request.principal
   if (principal) {
     return { ...common, organizationId: principal.organizationId, actor: principal.widget ? 'widget-session' : 'client', clientId: principal.clientId, userId: principal.userId }
@@ -54,9 +60,11 @@ export function registerAuditTrail(app: App): void {
     if (!methods.some((method) => WRITES.has(method))) return
     if (!route.config?.auth && route.config?.webhookPortal !== true) return
     const paramNames = [...route.url.matchAll(/:(\w+)/g)].map((match) => match[1]!)
+    const operationId = route.schema?.operationId
+    const names: RouteNames = { operationId: operationId === undefined ? undefined : String(operationId), url: route.url }
     const handler = route.handler as (this: unknown, request: FastifyRequest, reply: FastifyReply) => unknown
     route.handler = async function audited(this: unknown, request: FastifyRequest, reply: FastifyReply) {
-      const entry = WRITES.has(request.method) ? entryOf(request) : null
+      const entry = WRITES.has(request.method) ? entryOf(request, names) : null
       if (!entry) return handler.call(this, request, reply)
       const object = pathObject(paramNames, (request.params ?? {}) as Record<string, unknown>, entry.userId)
       return runAudited(entry, object, async () => handler.call(this, request, reply))

@@ -4,15 +4,26 @@ import type { AuditTrailRow, Executor } from '../../db/schema.ts'
 import type { AuditEntry, AuditObject } from './audit-scope.ts'
 import type { AuditFilter } from './audit.service.ts'
 
+const COLUMNS = 'id, organization_id, actor, client_id, user_id, operation, method, route, object_type, object_id, request_id, at'
+const TYPES = ['uuid', 'uuid', 'text', 'text', 'uuid', 'text', 'text', 'text', 'text', 'text', 'text', 'timestamptz']
+
+function entryParameters(id: string, entry: AuditEntry, object: AuditObject | null, at: Date): unknown[] {
+  return [id, entry.organizationId, entry.actor, entry.clientId, entry.userId, entry.operation, entry.method, entry.route, object?.type ?? null, object?.id ?? null, entry.requestId, at.toISOString()]
+}
+
 /** Written on the connection of the transaction being committed (a commit hook), hence plain SQL. */
 export async function insertEntry(connection: HookConnection, id: string, entry: AuditEntry, object: AuditObject | null, at: Date): Promise<void> {
-  await connection.executeQuery(
-    CompiledQuery.raw(
-      'insert into audit_trail (id, organization_id, actor, client_id, user_id, operation, method, route, object_type, object_id, request_id, at) ' +
-        'values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)',
-      [id, entry.organizationId, entry.actor, entry.clientId, entry.userId, entry.operation, entry.method, entry.route, object?.type ?? null, object?.id ?? null, entry.requestId, at.toISOString()],
-    ),
-  )
+  const placeholders = TYPES.map((_, index) => `$${index + 1}`).join(', ')
+  await connection.executeQuery(CompiledQuery.raw(`insert into audit_trail (${COLUMNS}) values (${placeholders})`, entryParameters(id, entry, object, at)))
+}
+
+/**
+ * The same row as a part of the write's own statement (db/commit-hooks.ts `FoldedHook`): inserted only when
+ * `condition` holds, its parameters numbered after the write's `offset` ones, typed since no VALUES list types them.
+ */
+export function foldedEntry(offset: number, condition: string, id: string, entry: AuditEntry, object: AuditObject | null, at: Date): { sql: string; parameters: unknown[] } {
+  const values = TYPES.map((type, index) => `$${offset + index + 1}::${type}`).join(', ')
+  return { sql: `insert into audit_trail (${COLUMNS}) select ${values} where ${condition}`, parameters: entryParameters(id, entry, object, at) }
 }
 
 /** Oldest first, so that following pages with `after` reads the trail in order. */
