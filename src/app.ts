@@ -190,11 +190,17 @@ async function registerApi(app: App, container: Container): Promise<void> {
   // Requests still being handled when the app closes finish before the database goes away. A response
   // always emits 'close' (sent, or its connection dropped), unlike Fastify's onResponse.
   const inFlight = new Set<string>()
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     inFlight.add(request.id)
     reply.raw.once('close', () => inFlight.delete(request.id))
-    const routeAuth = request.routeOptions.config.auth
-    if (routeAuth) {
+    done()
+  })
+  // Authentication is a hook of each route that asks for it, holding the route's own requirements: nothing to look
+  // up per request (`request.routeOptions` builds a copy on every read), nothing at all for public routes.
+  app.addHook('onRoute', (route) => {
+    const routeAuth = route.config?.auth
+    if (!routeAuth) return
+    const authenticate = async (request: FastifyRequest) => {
       const onBehalfOf = request.headers['x-on-behalf-of']
       request.principal = await auth.authenticateRequest(
         { authorization: request.headers.authorization, onBehalfOf: Array.isArray(onBehalfOf) ? onBehalfOf.join(',') : onBehalfOf },
@@ -202,6 +208,7 @@ async function registerApi(app: App, container: Container): Promise<void> {
         request.params,
       )
     }
+    route.onRequest = [...(route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest]), authenticate]
   })
   app.setErrorHandler(errorHandler(config.bodyLimitBytes))
   app.setNotFoundHandler(notFoundHandler)

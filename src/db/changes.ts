@@ -17,6 +17,20 @@ const PROBE_TIMEOUT_MS = 5000
 /** Payloads that test the feed; they name no cached key. */
 const PROBE_PREFIX = 'tessera-listen-probe:'
 
+/** Which key changed, on which feed's channel. */
+export interface Announcement {
+  channel: string
+  key: string
+}
+
+/**
+ * The SQL expression sending an announcement. Its parts may be a compiled query's placeholders
+ * (db/compiled.ts): the channel differs between databases of one process (a schema each).
+ */
+export function notifying(announcement: { channel: unknown; key: unknown }): RawBuilder<unknown> {
+  return sql`pg_notify(${announcement.channel}, ${announcement.key})`
+}
+
 /** Where the feed reports that it cannot hear notifications. */
 export interface FeedLogger {
   error(object: object, message: string): void
@@ -50,15 +64,15 @@ export class ChangeFeed {
 
   /** Announces that the entity behind `key` changed; call it inside the transaction that changes it. */
   async announce(db: Executor, key: string): Promise<void> {
-    await sql`select ${this.notification(key)}`.execute(db)
+    await sql`select ${notifying(this.notification(key))}`.execute(db)
   }
 
   /**
-   * The announcement as an SQL expression, for a write that announces its own change in the same statement (in its
-   * RETURNING list: one notification per row it changed, none when it changed nothing).
+   * The announcement of `key`, for a write that announces its own change in the same statement: its RETURNING list
+   * carries `notifying(announcement)`, one notification per row it changed, none when it changed nothing.
    */
-  notification(key: string): RawBuilder<unknown> {
-    return sql`pg_notify(${this.channel}, ${key})`
+  notification(key: string): Announcement {
+    return { channel: this.channel, key }
   }
 
   /** Evicts `key` in this process at once, without waiting for the notification to come back. */

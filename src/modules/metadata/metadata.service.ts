@@ -1,5 +1,4 @@
-import type { RawBuilder } from 'kysely'
-import type { ChangeFeed } from '../../db/changes.ts'
+import type { Announcement, ChangeFeed } from '../../db/changes.ts'
 import type { Db, Executor } from '../../db/schema.ts'
 import { conditionMatches, parseEntityTags, type EntityTagCondition } from '../../http/conditional.ts'
 import type { Principal } from '../../http/principal.ts'
@@ -104,7 +103,7 @@ export class MetadataService {
    * Runs a write of `key`'s metadata, given the announcement its statement returns (db/changes.ts), and forgets the
    * key here once the write is over, whatever its outcome: this process reads its own writes at once.
    */
-  private async announcing<T>(key: MetadataKey, write: (announce: RawBuilder<unknown>) => Promise<T>): Promise<T> {
+  private async announcing<T>(key: MetadataKey, write: (announce: Announcement) => Promise<T>): Promise<T> {
     try {
       return await write(this.changes.notification(cacheKey(key)))
     } finally {
