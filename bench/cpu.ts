@@ -20,6 +20,17 @@ function processTimes(pid: number): { ms: number; parent: number } | null {
   }
 }
 
+/** The machine's stolen time in ms, from the first line of /proc/stat (USER_HZ ticks; steal is its eighth number). */
+function stolenMs(): number | null {
+  try {
+    const fields = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/)
+    const steal = Number(fields[8])
+    return Number.isFinite(steal) ? (steal * 1000) / TICKS_PER_SECOND : null
+  } catch {
+    return null
+  }
+}
+
 /** CPU time (ms) spent over a phase: by this runner (with the load generator), Tessera, PostgreSQL, everything else. */
 export interface CpuSpent {
   runner: number
@@ -27,7 +38,12 @@ export interface CpuSpent {
   /** Null (and so `others`) when the cluster is not on this machine. */
   postgres: number | null
   others: number | null
-  /** Wall time × CPUs: what `others` is a share of. */
+  /**
+   * Time the hypervisor gave this machine's CPUs to other guests (`steal` of /proc/stat; 0 on bare metal): on a
+   * virtual machine, work the benchmark could not do, invisible in every process's times. Null where unreadable.
+   */
+  steal: number | null
+  /** Wall time × CPUs: what `others` and `steal` are shares of. */
   available: number
 }
 
@@ -64,7 +80,7 @@ export function cpuMeter(tesseraPid: number, backendPid: number): CpuMeter {
       acc.total += times.user + times.nice + times.sys + times.irq + times.idle
       return acc
     }, { busy: 0, total: 0 })
-    return { machine, runner: (usage.user + usage.system) / 1000, tessera: processTimes(tesseraPid)?.ms ?? 0, postgres: postgres() }
+    return { machine, steal: stolenMs(), runner: (usage.user + usage.system) / 1000, tessera: processTimes(tesseraPid)?.ms ?? 0, postgres: postgres() }
   }
   return {
     start() {
@@ -76,7 +92,8 @@ export function cpuMeter(tesseraPid: number, backendPid: number): CpuMeter {
           const tessera = after.tessera - before.tessera
           const postgres = before.postgres === null || after.postgres === null ? null : after.postgres - before.postgres
           const busy = after.machine.busy - before.machine.busy
-          return { runner, tessera, postgres, others: postgres === null ? null : Math.max(0, busy - runner - tessera - postgres), available: after.machine.total - before.machine.total }
+          const steal = before.steal === null || after.steal === null ? null : after.steal - before.steal
+          return { runner, tessera, postgres, others: postgres === null ? null : Math.max(0, busy - runner - tessera - postgres), steal, available: after.machine.total - before.machine.total }
         },
       }
     },

@@ -45,13 +45,33 @@ class LazyChildLogger implements FastifyBaseLogger {
     else if (this.parent.isLevelEnabled(level)) (this.real()[level] as (...a: unknown[]) => void)(...args)
   }
 
-  fatal: LogFn = (...args: Parameters<LogFn>) => this.write('fatal', args)
-  error: LogFn = (...args: Parameters<LogFn>) => this.write('error', args)
-  warn: LogFn = (...args: Parameters<LogFn>) => this.write('warn', args)
-  info: LogFn = (...args: Parameters<LogFn>) => this.write('info', args)
-  debug: LogFn = (...args: Parameters<LogFn>) => this.write('debug', args)
-  trace: LogFn = (...args: Parameters<LogFn>) => this.write('trace', args)
-  silent: LogFn = () => {}
+  // Methods of the class, not arrow functions in fields: a request that logs nothing allocates one object, not seven
+  // closures with it. Called as `request.log.info(…)`, like pino's own.
+  fatal(...args: Parameters<LogFn>): void {
+    this.write('fatal', args)
+  }
+
+  error(...args: Parameters<LogFn>): void {
+    this.write('error', args)
+  }
+
+  warn(...args: Parameters<LogFn>): void {
+    this.write('warn', args)
+  }
+
+  info(...args: Parameters<LogFn>): void {
+    this.write('info', args)
+  }
+
+  debug(...args: Parameters<LogFn>): void {
+    this.write('debug', args)
+  }
+
+  trace(...args: Parameters<LogFn>): void {
+    this.write('trace', args)
+  }
+
+  silent(): void {}
 
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
     return this.real().child(bindings, options)
