@@ -1,13 +1,14 @@
 import Type from 'typebox'
 import { REPLAYED_RESPONSE_HEADER } from '../../http/idempotency.ts'
 import { ActingRequestHeaders, described, errorResponses } from '../../http/schemas.ts'
-import { principalOf, type App } from '../../http/types.ts'
+import { principalOf, sendSerialized, type App } from '../../http/types.ts'
 import {
   CreateUserBody,
   CreateUserResponse,
   DeleteUserBody,
   GetUserResponse,
   UserRequestHeaders,
+  type User,
 } from './users.schemas.ts'
 import type { UsersService } from './users.service.ts'
 import { userContextOf } from '../../http/user-context.ts'
@@ -15,6 +16,9 @@ import { userContextOf } from '../../http/user-context.ts'
 
 export function usersRoutes(users: UsersService) {
   return async function routes(app: App): Promise<void> {
+    // `GET /core/users/me`'s body of each user object the service hands out: the same object (a cached row's view)
+    // is the same body, serialized once by the route's own serializer.
+    const bodies = new WeakMap<User, string>()
     app.post(
       '/core/users',
       {
@@ -56,7 +60,16 @@ export function usersRoutes(users: UsersService) {
         },
         config: { auth: { scopes: ['core.users:read'], subjects: ['user:business', 'user:individual'] } },
       },
-      async (request) => ({ user: await users.getMe(principalOf(request)) }),
+      async (request, reply) => {
+        const user = await users.getMe(principalOf(request))
+        let body = bodies.get(user)
+        if (body === undefined) {
+          // The route's serializer makes text (its Buffer and ArrayBuffer forms are for other payloads).
+          body = String(reply.serialize({ user }))
+          bodies.set(user, body)
+        }
+        return sendSerialized(reply, body)
+      },
     )
 
     app.delete(

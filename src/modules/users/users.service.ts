@@ -31,7 +31,9 @@ export interface Profile {
 }
 
 function definedOnly<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T
+  const defined: Record<string, unknown> = {}
+  for (const key in value) if (value[key] !== undefined) defined[key] = value[key]
+  return defined as T
 }
 
 /** The stored profile of a new user: the legacy individual shape is normalized to the current one. */
@@ -121,6 +123,8 @@ export class UsersService {
   private readonly changes: ChangeFeed
   /** Active users, read on every request that acts for a user; evicted everywhere when a user changes. */
   private readonly active: InvalidatedCache<UserRow>
+  /** The API's view of each cached row object (userOf); a row that leaves the cache takes its view with it. */
+  private readonly users = new WeakMap<UserRow, User>()
   private readonly creationSteps: UserCreationStep[] = []
 
   constructor(db: Db, changes: ChangeFeed) {
@@ -187,7 +191,20 @@ export class UsersService {
   async getMe(principal: Principal): Promise<User> {
     const row = principal.userId === null ? undefined : await this.findActive(principal.organizationId, principal.userId)
     if (!row) throw notFound('user')
-    return toUser(row)
+    return this.userOf(row)
+  }
+
+  /**
+   * The user of a row, made once per row object: a cached row (findActive) is the same object until it is evicted,
+   * and an app polls its user far more often than the user changes. The answer is only read (serialized).
+   */
+  private userOf(row: UserRow): User {
+    let user = this.users.get(row)
+    if (user === undefined) {
+      user = toUser(row)
+      this.users.set(row, user)
+    }
+    return user
   }
 
   async deleteMe(principal: Principal, input: DeleteUserBody, context: UserContext): Promise<void> {
