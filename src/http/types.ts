@@ -25,9 +25,10 @@ export function principalOf(request: FastifyRequest): Principal {
 }
 
 /**
- * Sends a body serialized once ahead of time (data fixed for the life of the process). The route's response
- * schema still documents it, and the tests still validate it, but it skips per-request serialization.
+ * Sends a body serialized once ahead of time (data fixed for the life of the process), as text or as its UTF-8
+ * bytes (which are not encoded again per answer). The route's response schema still documents it, and the tests
+ * still validate it, but it skips per-request serialization.
  */
-export function sendSerialized(reply: FastifyReply, json: string): FastifyReply {
+export function sendSerialized(reply: FastifyReply, json: string | Buffer): FastifyReply {
   return reply.type('application/json; charset=utf-8').send(json)
 }

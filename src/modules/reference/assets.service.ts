@@ -137,8 +137,11 @@ export class AssetsService {
   private readonly users: UserDirectory
   private readonly capabilities: AssetsServiceDeps['capabilities'] | null
   private readonly now: () => Date
-  /** `getBody`'s bodies for a client acting for no user, by code (the catalogue is fixed for the process's life). */
-  private readonly clientBodies = new Map<string, string>()
+  /**
+   * `getBody`'s bodies for a client acting for no user, by code, as UTF-8 bytes (the catalogue is fixed for the
+   * process's life).
+   */
+  private readonly clientBodies = new Map<string, Buffer>()
 
   constructor(deps: AssetsServiceDeps) {
     this.catalogue = deps.catalogue
@@ -207,13 +210,13 @@ export class AssetsService {
    * `{"asset": …}` ready to send. A client acting for no user sees the catalogue's asset as it is (no residence, no
    * cooldown, no capability): that body never changes, so it is serialized once per code; a user's is made each time.
    */
-  async getBody(principal: Principal, code: string): Promise<string> {
+  async getBody(principal: Principal, code: string): Promise<string | Buffer> {
     if (principal.userId !== null) return JSON.stringify({ asset: await this.get(principal, code) })
     let body = this.clientBodies.get(code)
     if (body === undefined) {
       const definition = this.catalogue.find(code)
       if (!definition) throw notFound('asset')
-      body = JSON.stringify({ asset: this.present(definition, null, this.now()) })
+      body = Buffer.from(JSON.stringify({ asset: this.present(definition, null, this.now()) }))
       this.clientBodies.set(code, body)
     }
     return body
