@@ -93,7 +93,9 @@ export function cpuMeter(tesseraPid: number, backendPid: number): CpuMeter {
           const postgres = before.postgres === null || after.postgres === null ? null : after.postgres - before.postgres
           const busy = after.machine.busy - before.machine.busy
           const steal = before.steal === null || after.steal === null ? null : after.steal - before.steal
-          return { runner, tessera, postgres, others: postgres === null ? null : Math.max(0, busy - runner - tessera - postgres), steal, available: after.machine.total - before.machine.total }
+          // os.cpus() counts no stolen time: what the machine had is what it counted plus what was stolen.
+          const counted = after.machine.total - before.machine.total
+          return { runner, tessera, postgres, others: postgres === null ? null : Math.max(0, busy - runner - tessera - postgres), steal, available: counted + (steal ?? 0) }
         },
       }
     },

@@ -208,7 +208,8 @@ async function registerApi(app: App, container: Container): Promise<void> {
         request.params,
       )
     }
-    route.onRequest = [...(route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest]), authenticate]
+    // First of the route's own hooks, as it was first of all hooks registered after the ones above.
+    route.onRequest = [authenticate, ...(route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest])]
   })
   app.setErrorHandler(errorHandler(config.bodyLimitBytes))
   app.setNotFoundHandler(notFoundHandler)

@@ -59,10 +59,15 @@ test('which statements are writes, and which writes can carry the hooks themselv
   assert.ok(isWrite('insert into "a" values ($1)'))
   assert.ok(isWrite('with x as (update "a" set "b" = 1 returning "b") select * from x'))
   assert.ok(!isWrite('select 1'))
-  assert.ok(foldable('update "a" set "b" = $1 where "id" = $2 returning "b"'))
-  assert.ok(foldable('  INSERT INTO "a" ("b") VALUES ($1) ON CONFLICT DO NOTHING RETURNING "b"'))
-  assert.ok(!foldable('update "a" set "b" = $1'), 'no RETURNING: its rows cannot say whether it wrote')
-  assert.ok(!foldable('with x as (select 1) update "a" set "b" = 1 returning "b"'), 'a WITH cannot nest a data-modifying CTE')
+  assert.ok(foldable(db.updateTable('items').set({ label: 'x' }).where('id', '=', 1).returning('label').compile()))
+  assert.ok(foldable(db.insertInto('items').values({ id: 9, label: 'x' }).onConflict((oc) => oc.doNothing()).returning('id').compile()))
+  assert.ok(foldable(db.deleteFrom('items').where('id', '=', 1).returning('id').compile()))
+  assert.ok(!foldable(db.updateTable('items').set({ label: 'x' }).compile()), 'no RETURNING: its rows cannot say whether it wrote')
+  assert.ok(
+    !foldable(db.with('x', (w) => w.selectFrom('items').select('id')).updateTable('items').set({ label: 'x' }).returning('id').compile()),
+    'a WITH cannot nest a data-modifying CTE',
+  )
+  assert.ok(!foldable(CompiledQuery.raw('update items set label = \'returning\' where id = 1')), 'raw text is never taken for a write with RETURNING')
 })
 
 test('a single write with RETURNING carries the hook in its own statement, and returns what it would alone', async () => {

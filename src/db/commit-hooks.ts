@@ -16,11 +16,18 @@ export type FoldedHook = (offset: number, condition: string) => { sql: string; p
 
 /**
  * A write that can carry the hooks' work in its own statement instead of a transaction of its own: one INSERT,
- * UPDATE or DELETE (not a WITH: a data-modifying CTE must be at the top level) with a RETURNING list, whose rows say
- * whether it changed any. One statement is one round trip where BEGIN, write, hook, COMMIT are four.
+ * UPDATE or DELETE built by Kysely (never raw text, whose words prove nothing) with a RETURNING list, whose rows say
+ * whether it changed any, and no WITH (a data-modifying CTE must be at the top level). One statement is one round
+ * trip where BEGIN, write, hook, COMMIT are four.
  */
-export function foldable(sql: string): boolean {
-  return /^\s*(?:insert|update|delete)\b/i.test(sql) && /\breturning\b/i.test(sql)
+export function foldable(query: CompiledQuery): boolean {
+  const node = query.query as { kind: string; returning?: unknown; with?: unknown; explain?: unknown }
+  return (
+    (node.kind === 'InsertQueryNode' || node.kind === 'UpdateQueryNode' || node.kind === 'DeleteQueryNode') &&
+    node.returning !== undefined &&
+    node.with === undefined &&
+    node.explain === undefined
+  )
 }
 
 /** Runs statements on the connection of the transaction being committed. */
@@ -70,7 +77,7 @@ class TrackedConnection implements DatabaseConnection {
     // A write outside any transaction (autocommit) that a hook wants to stand beside: one statement carrying the
     // hooks' work when it can, else a transaction of its own.
     if (!this.driver.wantsCommitHook()) return this.inner.executeQuery<R>(query)
-    if (foldable(query.sql)) {
+    if (foldable(query)) {
       const folded = this.driver.fold(query)
       if (folded) return this.executeFolded<R>(folded.query, folded.after)
     }
@@ -189,7 +196,7 @@ export class CommitHooks {
 
   /**
    * The write as one statement with the wanted hooks' work beside it, or undefined when a wanted hook cannot be
-   * folded: `with written as (<write>), hook_1 as (…) select * from written`. Every part of one statement sees the
+   * folded: `with written as (<write>), hook_1 as (…) table written` (no `*`: db/prepared.ts prepares it). Every part of one statement sees the
    * same snapshot and commits or fails together, as a transaction of its own would.
    */
   fold(query: CompiledQuery): { query: CompiledQuery; after: ((wrote: boolean) => void)[] } | undefined {
@@ -206,7 +213,7 @@ export class CommitHooks {
       after.push(part.after)
     }
     if (after.length === 0) return { query, after }
-    return { query: CompiledQuery.raw(`with ${parts.join(', ')} select * from written`, parameters), after }
+    return { query: CompiledQuery.raw(`with ${parts.join(', ')} table written`, parameters), after }
   }
 
   wanted(): boolean {

@@ -26,16 +26,19 @@ interface AuditScope {
   entry: AuditEntry
   object: AuditObject | null
   state: 'open' | 'recording' | 'recorded' | 'closed'
+  /** The request has ended: a write still in flight that ends up writing nothing closes the scope, not reopens it. */
+  ended: boolean
 }
 
 const storage = new AsyncLocalStorage<AuditScope>()
 
 /** Runs a request's handler with its audit row waiting for the first write; the scope closes when it ends. */
 export async function runAudited<T>(entry: AuditEntry, object: AuditObject | null, work: () => Promise<T>): Promise<T> {
-  const scope: AuditScope = { entry, object, state: 'open' }
+  const scope: AuditScope = { entry, object, state: 'open', ended: false }
   try {
     return await storage.run(scope, work)
   } finally {
+    scope.ended = true
     if (scope.state === 'open') scope.state = 'closed'
   }
 }
@@ -67,7 +70,7 @@ export function pendingAudit(): { entry: AuditEntry; object: AuditObject | null;
       // carrying the row changed nothing, or failed) still to write by the request's next write.
       scope.state = 'recording'
       return (recorded) => {
-        if (scope.state === 'recording') scope.state = recorded ? 'recorded' : 'open'
+        if (scope.state === 'recording') scope.state = recorded ? 'recorded' : scope.ended ? 'closed' : 'open'
       }
     },
   }
