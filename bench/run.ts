@@ -190,22 +190,18 @@ const SCOPES = {
 /** The ratio targets of issue 19, by scenario (bench/README.md). */
 const TARGETS: Record<string, number> = { '(b)': 0.12, '(c)': 0.4, '(d)': 0.35, '(e)': 0.35, '(f)': 0.1, '(g)': 0.5, '(h)': 0.5, '(i)': 0.5 }
 
-/** Creates `count` individual users of the client (the metadata scenario that spreads its writes); their ids. */
-async function createUsers(baseUrl: string, token: string, count: number): Promise<string[]> {
-  const ids: string[] = []
-  for (let index = 0; index < count; index++) {
-    const created = await expectJson(
-      await fetch(`${baseUrl}/core/users`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-service-user-ip': '203.0.113.7' },
-        body: JSON.stringify({ type: 'individual', email: `bench-${index}@example.com`, termsOfService: 'general-gb-fca', primaryCitizenship: 'GB', address: { country: 'GB' } }),
-      }),
-      201,
-      'POST /core/users',
-    )
-    ids.push(String((created.user as { id?: unknown } | undefined)?.id))
-  }
-  return ids
+/** Creates an individual user of the client with this email; its id. */
+async function createUser(baseUrl: string, token: string, email: string): Promise<string> {
+  const created = await expectJson(
+    await fetch(`${baseUrl}/core/users`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-service-user-ip': '203.0.113.7' },
+      body: JSON.stringify({ type: 'individual', email, termsOfService: 'general-gb-fca', primaryCitizenship: 'GB', address: { country: 'GB' } }),
+    }),
+    201,
+    'POST /core/users',
+  )
+  return String((created.user as { id?: unknown } | undefined)?.id)
 }
 
 async function main(): Promise<number> {
@@ -241,22 +237,7 @@ async function main(): Promise<number> {
   const meter = cpuMeter(tessera.child.process.pid!, backendPid)
 
   const setupToken = await accessToken(baseUrl, credentials)
-  const created = await expectJson(
-    await fetch(`${baseUrl}/core/users`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${setupToken}`, 'content-type': 'application/json', 'x-service-user-ip': '203.0.113.7' },
-      body: JSON.stringify({
-        type: 'individual',
-        email: 'bench@example.com',
-        termsOfService: 'general-gb-fca',
-        primaryCitizenship: 'GB',
-        address: { country: 'GB' },
-      }),
-    }),
-    201,
-    'POST /core/users',
-  )
-  const userId = String((created.user as { id?: unknown } | undefined)?.id)
+  const userId = await createUser(baseUrl, setupToken, 'bench@example.com')
   const tokens = Object.fromEntries(
     await Promise.all(Object.entries(SCOPES).map(async ([name, scope]) => [name, await accessToken(baseUrl, credentials, scope)] as const)),
   ) as Record<keyof typeof SCOPES, string>
@@ -302,7 +283,7 @@ async function main(): Promise<number> {
   // (j) The same conditional write spread over many users, one after another across the connections, as an app's
   // users write their own metadata: what (f) costs without 50 writers queueing on one row. No target: it shows how
   // much of (f) is that queue.
-  const spreadUsers = settings.only && !settings.only.has('j') ? [] : await createUsers(baseUrl, setupToken, settings.connections)
+  const spreadUsers = settings.only && !settings.only.has('j') ? [] : await Promise.all(Array.from({ length: settings.connections }, (_, index) => createUser(baseUrl, setupToken, `bench-${index}@example.com`)))
   for (const id of spreadUsers) {
     const response = await fetch(metadataUrl, { method: 'PUT', headers: { ...actingAs(tokens.metadataWrite), 'x-on-behalf-of': `user ${id}`, 'content-type': 'application/json' }, body: metadataBody })
     await expectJson(response, 201, 'PUT /core/users/me/metadata')

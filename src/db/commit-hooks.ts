@@ -1,18 +1,14 @@
 import { CompiledQuery, type DatabaseConnection, type Dialect, type Driver, type QueryResult, type TransactionSettings } from 'kysely'
 
 /**
- * Work that must commit with a transaction's own writes (the audit trail's row): called on the transaction's
- * connection just before COMMIT, only when the transaction wrote something. It may run statements on the
- * connection; throwing rolls the whole transaction back. What it returns runs once the COMMIT succeeded.
+ * Work that must commit with a transaction's own writes (the audit trail's row), as one statement: `sql` runs only
+ * when `condition` (SQL) holds and numbers its parameters from `$<offset + 1>`; `after` runs once it committed, with
+ * whether the write it stands beside changed rows. Before the COMMIT of a transaction that wrote, the statement runs
+ * on the transaction's connection (offset 0, condition `true`); beside a single write outside a transaction it is a
+ * part of the write's own statement (see `foldable`), its condition whether that write changed rows. Undefined when
+ * the hook has nothing to write.
  */
-export type BeforeCommitHook = (connection: HookConnection) => Promise<(() => void) | undefined>
-
-/**
- * A hook's work as one common table expression of a single-statement write (see `foldable`): `sql` runs only
- * when `condition` (SQL, true when the write changed rows) holds, and numbers its parameters from `$<offset + 1>`.
- * `after` runs once the statement committed, with whether the write changed rows.
- */
-export type FoldedHook = (offset: number, condition: string) => { sql: string; parameters: readonly unknown[]; after(wrote: boolean): void } | undefined
+export type CommitHook = (offset: number, condition: string) => { sql: string; parameters: readonly unknown[]; after(wrote: boolean): void } | undefined
 
 /**
  * A write that can carry the hooks' work in its own statement instead of a transaction of its own: one INSERT,
@@ -79,7 +75,7 @@ class TrackedConnection implements DatabaseConnection {
     if (!this.driver.wantsCommitHook()) return this.inner.executeQuery<R>(query)
     if (foldable(query)) {
       const folded = this.driver.fold(query)
-      if (folded) return this.executeFolded<R>(folded.query, folded.after)
+      return this.executeFolded<R>(folded.query, folded.after)
     }
     await this.driver.beginTransaction(this, {})
     try {
@@ -94,13 +90,11 @@ class TrackedConnection implements DatabaseConnection {
   }
 
   private async executeFolded<R>(query: CompiledQuery, after: ((wrote: boolean) => void)[]): Promise<QueryResult<R>> {
-    // No hook had work for this write after all: it runs as it is.
-    if (after.length === 0) return this.inner.executeQuery<R>(query)
     let wrote = false
     try {
       const result = await this.inner.executeQuery<R>(query)
       wrote = result.rows.length > 0
-      // The statement is a SELECT of the write's RETURNING rows, one per changed row: the count the write had.
+      // The statement returns the write's RETURNING rows, one per changed row: the count the write had.
       return { ...result, numAffectedRows: BigInt(result.rows.length) }
     } finally {
       for (const done of after) done(wrote)
@@ -135,7 +129,7 @@ class HookedDriver implements Driver {
     return this.hooks.wanted()
   }
 
-  fold(query: CompiledQuery): { query: CompiledQuery; after: ((wrote: boolean) => void)[] } | undefined {
+  fold(query: CompiledQuery): { query: CompiledQuery; after: ((wrote: boolean) => void)[] } {
     return this.hooks.fold(query)
   }
 
@@ -187,28 +181,25 @@ function innerOf(connection: DatabaseConnection): DatabaseConnection {
  * request (workers, the CLI) cost nothing.
  */
 export class CommitHooks {
-  private readonly registered: { wanted: () => boolean; hook: BeforeCommitHook; folded?: FoldedHook }[] = []
+  private readonly registered: { wanted: () => boolean; hook: CommitHook }[] = []
 
-  /** `folded`, when given, is the same work as `hook`, carried by a single-statement write (`foldable`). */
-  add(wanted: () => boolean, hook: BeforeCommitHook, folded?: FoldedHook): void {
-    this.registered.push({ wanted, hook, ...(folded ? { folded } : {}) })
+  add(wanted: () => boolean, hook: CommitHook): void {
+    this.registered.push({ wanted, hook })
   }
 
   /**
-   * The write as one statement with the wanted hooks' work beside it, or undefined when a wanted hook cannot be
-   * folded: `with written as (<write>), hook_1 as (…) table written` (no `*`: db/prepared.ts prepares it). Every part of one statement sees the
-   * same snapshot and commits or fails together, as a transaction of its own would.
+   * The write as one statement with the wanted hooks' work beside it: `with written as (<write>), hook_1 as (…)
+   * table written` (no `*`: db/prepared.ts prepares it), or the write alone when no hook has work. Every part of one
+   * statement sees the same snapshot and commits or fails together, as a transaction of its own would.
    */
-  fold(query: CompiledQuery): { query: CompiledQuery; after: ((wrote: boolean) => void)[] } | undefined {
-    const wanted = this.registered.filter((entry) => entry.wanted())
-    if (wanted.some((entry) => !entry.folded)) return undefined
+  fold(query: CompiledQuery): { query: CompiledQuery; after: ((wrote: boolean) => void)[] } {
     const parameters = [...query.parameters]
     const parts = [`written as (${query.sql})`]
     const after: ((wrote: boolean) => void)[] = []
-    for (const [index, entry] of wanted.entries()) {
-      const part = entry.folded!(parameters.length, 'exists (select from written)')
+    for (const entry of this.registered) {
+      const part = entry.wanted() ? entry.hook(parameters.length, 'exists (select from written)') : undefined
       if (!part) continue
-      parts.push(`hook_${index + 1} as (${part.sql})`)
+      parts.push(`hook_${after.length + 1} as (${part.sql})`)
       parameters.push(...part.parameters)
       after.push(part.after)
     }
@@ -220,12 +211,14 @@ export class CommitHooks {
     return this.registered.some((entry) => entry.wanted())
   }
 
+  /** Runs the wanted hooks' statements on the connection of a transaction about to commit; what to call after. */
   async beforeCommit(connection: HookConnection): Promise<(() => void)[]> {
     const after: (() => void)[] = []
     for (const entry of this.registered) {
-      if (!entry.wanted()) continue
-      const done = await entry.hook(connection)
-      if (done) after.push(done)
+      const part = entry.wanted() ? entry.hook(0, 'true') : undefined
+      if (!part) continue
+      await connection.executeQuery(CompiledQuery.raw(part.sql, [...part.parameters]))
+      after.push(() => part.after(true))
     }
     return after
   }

@@ -1,5 +1,3 @@
-import { CompiledQuery } from 'kysely'
-import type { HookConnection } from '../../db/commit-hooks.ts'
 import type { AuditTrailRow, Executor } from '../../db/schema.ts'
 import type { AuditEntry, AuditObject } from './audit-scope.ts'
 import type { AuditFilter } from './audit.service.ts'
@@ -11,17 +9,11 @@ function entryParameters(id: string, entry: AuditEntry, object: AuditObject | nu
   return [id, entry.organizationId, entry.actor, entry.clientId, entry.userId, entry.operation, entry.method, entry.route, object?.type ?? null, object?.id ?? null, entry.requestId, at.toISOString()]
 }
 
-/** Written on the connection of the transaction being committed (a commit hook), hence plain SQL. */
-export async function insertEntry(connection: HookConnection, id: string, entry: AuditEntry, object: AuditObject | null, at: Date): Promise<void> {
-  const placeholders = TYPES.map((_, index) => `$${index + 1}`).join(', ')
-  await connection.executeQuery(CompiledQuery.raw(`insert into audit_trail (${COLUMNS}) values (${placeholders})`, entryParameters(id, entry, object, at)))
-}
-
 /**
- * The same row as a part of the write's own statement (db/commit-hooks.ts `FoldedHook`): inserted only when
- * `condition` holds, its parameters numbered after the write's `offset` ones, typed since no VALUES list types them.
+ * The row as the statement of a commit hook (db/commit-hooks.ts `CommitHook`): inserted only when `condition` holds,
+ * its parameters numbered after `offset` others, typed since no VALUES list types them.
  */
-export function foldedEntry(offset: number, condition: string, id: string, entry: AuditEntry, object: AuditObject | null, at: Date): { sql: string; parameters: unknown[] } {
+export function entryStatement(offset: number, condition: string, id: string, entry: AuditEntry, object: AuditObject | null, at: Date): { sql: string; parameters: unknown[] } {
   const values = TYPES.map((type, index) => `$${offset + index + 1}::${type}`).join(', ')
   return { sql: `insert into audit_trail (${COLUMNS}) select ${values} where ${condition}`, parameters: entryParameters(id, entry, object, at) }
 }

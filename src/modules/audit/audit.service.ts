@@ -60,22 +60,12 @@ export class AuditTrailService {
 
   constructor(deps: { db: Db; commitHooks?: CommitHooks }) {
     this.db = deps.db
-    deps.commitHooks?.add(
-      auditPending,
-      async (connection) => {
-        const pending = pendingAudit()
-        if (!pending) return undefined
-        const settle = pending.begin()
-        await repository.insertEntry(connection, uuidv7(), pending.entry, pending.object, new Date())
-        return () => settle(true)
-      },
-      (offset, condition) => {
-        const pending = pendingAudit()
-        if (!pending) return undefined
-        const settle = pending.begin()
-        return { ...repository.foldedEntry(offset, condition, uuidv7(), pending.entry, pending.object, new Date()), after: settle }
-      },
-    )
+    deps.commitHooks?.add(auditPending, (offset, condition) => {
+      const pending = pendingAudit()
+      if (!pending) return undefined
+      const settle = pending.begin()
+      return { ...repository.entryStatement(offset, condition, uuidv7(), pending.entry, pending.object, new Date()), after: settle }
+    })
   }
 
   async list(filter: AuditFilter): Promise<AuditEntryView[]> {
