@@ -5,6 +5,7 @@ import type { InjectOptions } from 'fastify'
 import { sql } from 'kysely'
 import { buildApp } from '../src/app.ts'
 import { migrateToLatest, openDatabase } from '../src/db/database.ts'
+import { runAudited } from '../src/modules/audit/audit-scope.ts'
 import type { App } from '../src/http/types.ts'
 import { loadOrCreateSecrets } from '../src/lib/data-dir.ts'
 import { sumsubDigest } from '../src/providers/kyc-connector/sumsub.ts'
@@ -544,6 +545,48 @@ for (const engine of ENGINES) {
       // The refusals left nothing; the setup's writes (two users and their accounts, the KYC, the link) their rows.
       const refused = new Set(responses.map(requestIdOf))
       assert.ok(trail.slice(before).every((row) => !refused.has(row.request_id)))
+    })
+
+    test('two writes of one request at once leave its one row, whichever of them changes rows', async () => {
+      const { ctx } = suite
+      const db = ctx.database.db
+      const userIds: string[] = []
+      for (let i = 0; i < 2; i++) {
+        const created = await ctx.request({ method: 'POST', url: '/core/users', headers: { ...bearer(suite.token), 'x-service-user-ip': USER_IP }, payload: individualUser() })
+        assert.equal(created.status, 201, created.body)
+        userIds.push(created.json<{ user: { id: string } }>().user.id)
+      }
+      const [first, second] = userIds as [string, string]
+      // On PostgreSQL the slow write sleeps once (a one-time filter) and is still in flight when the other starts, each
+      // on a connection of its own; the embedded engine has one connection, so there they run one after the other.
+      const slowly = engine === 'postgres' ? sql<boolean>`(select pg_sleep(0.3)) is not null` : sql<boolean>`true`
+      const touch = (userId: string) => db.updateTable('users').set({ updated_at: new Date() }).where('id', '=', userId).returning('id')
+      const shortly = () => new Promise((resolve) => setTimeout(resolve, 50))
+      const entry = (requestId: string) => ({
+        organizationId: ctx.client.organizationId,
+        actor: 'client' as const,
+        clientId: ctx.client.clientId,
+        userId: null,
+        operation: 'core.update-user',
+        method: 'PATCH',
+        route: '/core/users/:user',
+        requestId,
+      })
+
+      // The slow write changes nothing; the other, started meanwhile, changes a user: the row is the other's.
+      const missed = randomUUID()
+      await runAudited(entry(missed), null, () => Promise.all([touch(UNKNOWN_ID).where(slowly).execute(), shortly().then(() => touch(first).execute())]))
+      assert.equal((await rowsOf(missed)).length, 1, 'the write that changed a user has its row')
+
+      // Both change a user: one row for the request.
+      const both = randomUUID()
+      await runAudited(entry(both), null, () => Promise.all([touch(first).where(slowly).execute(), shortly().then(() => touch(second).execute())]))
+      assert.equal((await rowsOf(both)).length, 1, 'one row a request')
+
+      // Neither changes anything: no row.
+      const neither = randomUUID()
+      await runAudited(entry(neither), null, () => Promise.all([touch(UNKNOWN_ID).where(slowly).execute(), shortly().then(() => touch(UNKNOWN_ID).execute())]))
+      assert.equal((await rowsOf(neither)).length, 0)
     })
 
     test('the trail is append-only', async () => {

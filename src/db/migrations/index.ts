@@ -21,6 +21,7 @@ import * as m0019 from './0019_scheduled_jobs.ts'
 import * as m0020 from './0020_rate_limits.ts'
 import * as m0021 from './0021_key_rings.ts'
 import * as m0022 from './0022_audit_trail.ts'
+import * as m0023 from './0023_audit_trail_one_row_per_request.ts'
 
 /** Numbered, forward-only migrations; append new ones, never edit an applied one. */
 const migrations: Record<string, Migration> = {
@@ -46,6 +47,7 @@ const migrations: Record<string, Migration> = {
   '0020_rate_limits': m0020,
   '0021_key_rings': m0021,
   '0022_audit_trail': m0022,
+  '0023_audit_trail_one_row_per_request': m0023,
 }
 
 export const migrationProvider: MigrationProvider = {

@@ -19,13 +19,15 @@ export interface AuditObject {
 
 /**
  * A request's audit row while the request runs: `open` until its first transaction that writes commits the row,
- * `recording` while that commit runs, `recorded` after, `closed` when the request ended without writing (work it
- * left running does not speak for it).
+ * `recording` while writes carrying it are in flight, `recorded` after one committed, `closed` when the request ended
+ * without writing (work it left running does not speak for it).
  */
 interface AuditScope {
   entry: AuditEntry
   object: AuditObject | null
   state: 'open' | 'recording' | 'recorded' | 'closed'
+  /** Writes carrying the row that have not settled yet. */
+  carriers: number
   /** The request has ended: a write still in flight that ends up writing nothing closes the scope, not reopens it. */
   ended: boolean
 }
@@ -34,7 +36,7 @@ const storage = new AsyncLocalStorage<AuditScope>()
 
 /** Runs a request's handler with its audit row waiting for the first write; the scope closes when it ends. */
 export async function runAudited<T>(entry: AuditEntry, object: AuditObject | null, work: () => Promise<T>): Promise<T> {
-  const scope: AuditScope = { entry, object, state: 'open', ended: false }
+  const scope: AuditScope = { entry, object, state: 'open', carriers: 0, ended: false }
   try {
     return await storage.run(scope, work)
   } finally {
@@ -57,26 +59,39 @@ export function withoutAudit<T>(work: () => T): T {
   return storage.exit(work)
 }
 
-/** The row the current request still has to write with its first committing write, if any. */
+/**
+ * The row the current request still has to write with its next committing write, if any: while no write carrying it
+ * has committed. Two writes of one request in flight at once both carry it; the row's unique request id keeps one
+ * (the statement inserts it `on conflict do nothing`), so that neither can commit without it when the other turns out
+ * to change nothing or fails.
+ */
 export function pendingAudit(): { entry: AuditEntry; object: AuditObject | null; begin(): (recorded: boolean) => void } | undefined {
   const scope = storage.getStore()
-  if (scope?.state !== 'open') return undefined
+  if (scope === undefined || !stillToRecord(scope)) return undefined
   return {
     entry: scope.entry,
     object: scope.object,
     begin: () => {
-      // Marked before the row's statement runs, so that a second transaction of the same request committing
-      // meanwhile does not write a second row. The returned function settles it: recorded, or (the statement
-      // carrying the row changed nothing, or failed) still to write by the request's next write.
       scope.state = 'recording'
+      scope.carriers++
+      // Settles this carrier: recorded, or (its write changed nothing, or failed) still to write by the request's
+      // next write once no other carrier is in flight.
       return (recorded) => {
-        if (scope.state === 'recording') scope.state = recorded ? 'recorded' : scope.ended ? 'closed' : 'open'
+        scope.carriers--
+        if (scope.state !== 'recording') return
+        if (recorded) scope.state = 'recorded'
+        else if (scope.carriers === 0) scope.state = scope.ended ? 'closed' : 'open'
       }
     },
   }
 }
 
+function stillToRecord(scope: AuditScope): boolean {
+  return scope.state === 'open' || scope.state === 'recording'
+}
+
 /** Whether the current asynchronous context has an audit row still to write. */
 export function auditPending(): boolean {
-  return storage.getStore()?.state === 'open'
+  const scope = storage.getStore()
+  return scope !== undefined && stillToRecord(scope)
 }

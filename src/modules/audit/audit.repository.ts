@@ -11,11 +11,12 @@ function entryParameters(id: string, entry: AuditEntry, object: AuditObject | nu
 
 /**
  * The row as the statement of a commit hook (db/commit-hooks.ts `CommitHook`): inserted only when `condition` holds,
- * its parameters numbered after `offset` others, typed since no VALUES list types them.
+ * its parameters numbered after `offset` others, typed since no VALUES list types them. A request has one row: when
+ * two of its writes carried it at once, the second to commit finds the first's row and inserts nothing.
  */
 export function entryStatement(offset: number, condition: string, id: string, entry: AuditEntry, object: AuditObject | null, at: Date): { sql: string; parameters: unknown[] } {
   const values = TYPES.map((type, index) => `$${offset + index + 1}::${type}`).join(', ')
-  return { sql: `insert into audit_trail (${COLUMNS}) select ${values} where ${condition}`, parameters: entryParameters(id, entry, object, at) }
+  return { sql: `insert into audit_trail (${COLUMNS}) select ${values} where ${condition} on conflict (request_id) do nothing`, parameters: entryParameters(id, entry, object, at) }
 }
 
 /** Oldest first, so that following pages with `after` reads the trail in order. */
