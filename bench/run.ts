@@ -73,6 +73,8 @@ interface Run {
   errors: number
   timeouts: number
   statusCodes: Record<string, number>
+  /** The ceiling's run just before this one (absent for the ceiling's own runs). */
+  ceiling?: { requestsPerSecond: number; serverCpuPerRequestUs: number; othersShare: number | null; stealShare: number | null }
 }
 
 interface Figures {
@@ -104,6 +106,43 @@ const median = (values: readonly number[]): number => {
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
 }
 
+/** The ceiling's server, ready for one run beside each measured run of a scenario. */
+interface Ceiling {
+  meter: CpuMeter
+  options: Omit<Options, 'duration' | 'connections' | 'pipelining'>
+}
+
+/** One run of `durationSeconds` under load, with the CPU that each party spent meanwhile. */
+async function runOnce(scenario: string, meter: CpuMeter, options: Omit<Options, 'duration'>, expectedStatus?: number): Promise<Run> {
+  const measuring = meter.start()
+  const result = await load({ ...options, duration: settings.durationSeconds })
+  const spent: CpuSpent = measuring.stop()
+  const statusCodes = Object.fromEntries(Object.entries(result.statusCodeStats).map(([status, { count }]) => [status, count]))
+  const total = Math.max(1, result.requests.total)
+  const othersShare = spent.others === null || spent.available <= 0 ? null : spent.others / spent.available
+  const stealShare = spent.steal === null || spent.available <= 0 ? null : spent.steal / spent.available
+  if (othersShare !== null && othersShare > MAX_OTHERS_SHARE) log(`${scenario}: other processes used ${(othersShare * 100).toFixed(1)}% of the CPUs: INVALID`)
+  if (stealShare !== null && stealShare > MAX_OTHERS_SHARE) log(`${scenario}: the hypervisor stole ${(stealShare * 100).toFixed(1)}% of the CPUs: INVALID`)
+  return {
+    requestsPerSecond: result.requests.mean,
+    requestsTotal: result.requests.total,
+    latencyMs: { p50: result.latency.p50, p99: result.latency.p99 },
+    serverCpuPerRequestUs: (spent.tessera * 1000) / total,
+    postgresCpuPerRequestUs: spent.postgres === null ? null : (spent.postgres * 1000) / total,
+    othersShare,
+    stealShare,
+    unexpected: expectedStatus === undefined ? result.non2xx : result.requests.total - (statusCodes[String(expectedStatus)] ?? 0),
+    errors: result.errors,
+    timeouts: result.timeouts,
+    statusCodes,
+  }
+}
+
+/**
+ * A scenario's warm-up, then `runs` measured runs. With a `ceiling`, each measured run comes right after a run of the
+ * ceiling, so that the ceiling is sampled all through the benchmark, not only at its start: a machine whose speed
+ * drifts over minutes (the hypervisor, neighbours' memory traffic) drifts for both alike.
+ */
 async function measure(
   scenario: string,
   label: string,
@@ -111,6 +150,7 @@ async function measure(
   meter: CpuMeter,
   options: Omit<Options, 'duration' | 'connections' | 'pipelining'>,
   expectedStatus?: number,
+  ceiling?: Ceiling,
 ): Promise<Figures | null> {
   if (settings.only && scenario !== '(a)' && !settings.only.has(scenario.slice(1, -1))) return null
   const common = { ...options, connections: settings.connections, pipelining: settings.pipelining }
@@ -119,32 +159,18 @@ async function measure(
   if (warmup.non2xx > 0 || warmup.errors > 0) log(`${scenario} warm-up saw ${warmup.non2xx} non-2xx and ${warmup.errors} errors`)
   const runs: Run[] = []
   for (let index = 1; index <= settings.runs; index++) {
+    const before = ceiling
+      ? await (log(`${scenario} ${label}: run ${index}/${settings.runs}, the ceiling first`),
+        runOnce(`${scenario} run ${index} (its ceiling)`, ceiling.meter, { ...ceiling.options, connections: settings.connections, pipelining: settings.pipelining }))
+      : null
     log(`${scenario} ${label}: run ${index}/${settings.runs}, ${settings.durationSeconds} s, ${settings.connections} connections, pipelining ${settings.pipelining}`)
-    const measuring = meter.start()
-    const result = await load({ ...common, duration: settings.durationSeconds })
-    const spent: CpuSpent = measuring.stop()
-    const statusCodes = Object.fromEntries(Object.entries(result.statusCodeStats).map(([status, { count }]) => [status, count]))
-    const total = Math.max(1, result.requests.total)
-    const othersShare = spent.others === null || spent.available <= 0 ? null : spent.others / spent.available
-    const stealShare = spent.steal === null || spent.available <= 0 ? null : spent.steal / spent.available
-    runs.push({
-      requestsPerSecond: result.requests.mean,
-      requestsTotal: result.requests.total,
-      latencyMs: { p50: result.latency.p50, p99: result.latency.p99 },
-      serverCpuPerRequestUs: (spent.tessera * 1000) / total,
-      postgresCpuPerRequestUs: spent.postgres === null ? null : (spent.postgres * 1000) / total,
-      othersShare,
-      stealShare,
-      unexpected: expectedStatus === undefined ? result.non2xx : result.requests.total - (statusCodes[String(expectedStatus)] ?? 0),
-      errors: result.errors,
-      timeouts: result.timeouts,
-      statusCodes,
-    })
-    if (othersShare !== null && othersShare > MAX_OTHERS_SHARE) log(`${scenario} run ${index}: other processes used ${(othersShare * 100).toFixed(1)}% of the CPUs: INVALID`)
-    if (stealShare !== null && stealShare > MAX_OTHERS_SHARE) log(`${scenario} run ${index}: the hypervisor stole ${(stealShare * 100).toFixed(1)}% of the CPUs: INVALID`)
+    const run = await runOnce(`${scenario} run ${index}`, meter, common, expectedStatus)
+    if (before) run.ceiling = { requestsPerSecond: before.requestsPerSecond, serverCpuPerRequestUs: before.serverCpuPerRequestUs, othersShare: before.othersShare, stealShare: before.stealShare }
+    runs.push(run)
   }
-  const shares = runs.map((run) => run.othersShare).filter((share): share is number => share !== null)
-  const steals = runs.map((run) => run.stealShare).filter((share): share is number => share !== null)
+  // A ceiling run disturbed by other load spoils its pair as much as the scenario's own run would.
+  const shares = runs.flatMap((run) => [run.othersShare, run.ceiling?.othersShare ?? null]).filter((share): share is number => share !== null)
+  const steals = runs.flatMap((run) => [run.stealShare, run.ceiling?.stealShare ?? null]).filter((share): share is number => share !== null)
   const stealShare = steals.length > 0 ? Math.max(...steals) : null
   const postgres = runs.map((run) => run.postgresCpuPerRequestUs).filter((us): us is number => us !== null)
   const othersShare = shares.length > 0 ? Math.max(...shares) : null
@@ -228,8 +254,11 @@ async function main(): Promise<number> {
     if (line.trim() === 'listening') helloListening = true
   })
   await waitUntil('"listening"', hello, 15_000, async () => helloListening)
-  const a = await measureCeiling('(a)', 'bare Fastify hello-world', '', cpuMeter(hello.process.pid!, backendPid), { url: `http://127.0.0.1:${helloPort}/`, method: 'GET' })
-  await stopChild(hello)
+  const ceiling: Ceiling = { meter: cpuMeter(hello.process.pid!, backendPid), options: { url: `http://127.0.0.1:${helloPort}/`, method: 'GET' } }
+  const a = await measureCeiling('(a)', 'bare Fastify hello-world', '', ceiling.meter, ceiling.options)
+  // The hello-world stays up, idle, for the ceiling run beside each of Tessera's runs.
+  const beside = (scenario: string, label: string, scopes: string, meter: CpuMeter, options: Ceiling['options'], expectedStatus?: number) =>
+    measure(scenario, label, scopes, meter, options, expectedStatus, ceiling)
 
   const profileDir = settings.cpuProfile ? path.join(RESULTS_DIR, `profile-${timestamp}`) : null
   const tessera = await startTessera(databaseUrl, credentials, { profileDir, v8Flags })
@@ -247,13 +276,13 @@ async function main(): Promise<number> {
   if ((me.user as { id?: unknown } | undefined)?.id !== userId) throw new Error(`GET /core/users/me returned another user: ${JSON.stringify(me)}`)
 
   // (b) a client asking for the token of (c).
-  const b = await measure('(b)', 'POST /core/oauth2/token', SCOPES.usersMe, meter, {
+  const b = await beside('(b)', 'POST /core/oauth2/token', SCOPES.usersMe, meter, {
     url: `${baseUrl}/core/oauth2/token`,
     method: 'POST',
     headers: { authorization: basicAuth, 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({ grant_type: 'client_credentials', scope: SCOPES.usersMe }).toString(),
   })
-  const c = await measure('(c)', 'GET /core/users/me (bearer + X-On-Behalf-Of)', SCOPES.usersMe, meter, { url: `${baseUrl}/core/users/me`, method: 'GET', headers: actingAs(tokens.usersMe) }, 200)
+  const c = await beside('(c)', 'GET /core/users/me (bearer + X-On-Behalf-Of)', SCOPES.usersMe, meter, { url: `${baseUrl}/core/users/me`, method: 'GET', headers: actingAs(tokens.usersMe) }, 200)
 
   // Metadata: reads, conditional reads and conditional writes of one user's metadata. The PUT body never
   // changes, so its ETag does not either and every If-Match write succeeds (and really writes).
@@ -262,8 +291,8 @@ async function main(): Promise<number> {
   const stored = await fetch(metadataUrl, { method: 'PUT', headers: { ...actingAs(tokens.metadataWrite), 'content-type': 'application/json' }, body: metadataBody })
   await expectJson(stored, 201, 'PUT /core/users/me/metadata')
   const etag = stored.headers.get('etag') ?? ''
-  const d = await measure('(d)', 'GET /core/users/me/metadata → 200', SCOPES.metadataRead, meter, { url: metadataUrl, method: 'GET', headers: actingAs(tokens.metadataRead) }, 200)
-  const e = await measure(
+  const d = await beside('(d)', 'GET /core/users/me/metadata → 200', SCOPES.metadataRead, meter, { url: metadataUrl, method: 'GET', headers: actingAs(tokens.metadataRead) }, 200)
+  const e = await beside(
     '(e)',
     'GET /core/users/me/metadata, If-None-Match → 304',
     SCOPES.metadataRead,
@@ -271,7 +300,7 @@ async function main(): Promise<number> {
     { url: metadataUrl, method: 'GET', headers: { ...actingAs(tokens.metadataRead), 'if-none-match': etag } },
     304,
   )
-  const f = await measure(
+  const f = await beside(
     '(f)',
     'PUT /core/users/me/metadata, If-Match → 200',
     SCOPES.metadataWrite,
@@ -289,7 +318,7 @@ async function main(): Promise<number> {
     await expectJson(response, 201, 'PUT /core/users/me/metadata')
   }
   let nextUser = 0
-  const j = await measure(
+  const j = await beside(
     '(j)',
     `PUT metadata of ${settings.connections} users in turn → 200`,
     SCOPES.metadataWrite,
@@ -310,9 +339,9 @@ async function main(): Promise<number> {
 
   // Reference data, as a client reads it (no user).
   const clientHeaders = { authorization: `Bearer ${tokens.referenceData}` }
-  const g = await measure('(g)', 'GET /core/assets/BTC', SCOPES.referenceData, meter, { url: `${baseUrl}/core/assets/BTC`, method: 'GET', headers: clientHeaders }, 200)
-  const h = await measure('(h)', 'GET /core/countries/GB', SCOPES.referenceData, meter, { url: `${baseUrl}/core/countries/GB`, method: 'GET', headers: clientHeaders }, 200)
-  const i = await measure(
+  const g = await beside('(g)', 'GET /core/assets/BTC', SCOPES.referenceData, meter, { url: `${baseUrl}/core/assets/BTC`, method: 'GET', headers: clientHeaders }, 200)
+  const h = await beside('(h)', 'GET /core/countries/GB', SCOPES.referenceData, meter, { url: `${baseUrl}/core/countries/GB`, method: 'GET', headers: clientHeaders }, 200)
+  const i = await beside(
     '(i)',
     'POST /core/networks/bitcoin/validate-address',
     SCOPES.referenceData,
@@ -329,7 +358,15 @@ async function main(): Promise<number> {
   // Taken before stopping: shutdown adds its own lines, which say nothing about the measured runs.
   const tesseraOutput = tessera.child.tail()
   await stopChild(tessera.child)
-  const scenarios = [a, b, c, d, e, f, j, g, h, i].filter((figures): figures is Figures => figures !== null)
+  await stopChild(hello)
+  const measured = [b, c, d, e, f, j, g, h, i].filter((figures): figures is Figures => figures !== null)
+  // The ceiling is the median of all its runs: its own at the start and the one before each of Tessera's. Its runs
+  // vary from one to the next by far more than it drifts in a few minutes here, so a median over many runs is a
+  // steadier yardstick than the one run beside each (every run is in the results file, with its ceiling run).
+  const ceilingRuns = [...a.runs, ...measured.flatMap((figures) => figures.runs.flatMap((run) => (run.ceiling ? [run.ceiling] : [])))]
+  a.requestsPerSecond = median(ceilingRuns.map((run) => run.requestsPerSecond))
+  a.serverCpuPerRequestUs = median(ceilingRuns.map((run) => run.serverCpuPerRequestUs))
+  const scenarios = [a, ...measured]
   const ratioOf = (figures: Figures) => figures.requestsPerSecond / a.requestsPerSecond
   const ratios = Object.fromEntries(scenarios.slice(1).map((figures) => [figures.scenario, ratioOf(figures)]))
   const missed = scenarios.slice(1).filter((figures) => ratioOf(figures) < (TARGETS[figures.scenario] ?? 0))
@@ -360,8 +397,9 @@ async function main(): Promise<number> {
       ]),
     ),
     '',
-    'ratio: median req/s over the ceiling (a)\'s; µs/req: CPU time of the server (hello, then Tessera) per request;',
-    'pg µs/req: PostgreSQL\'s; steal, others: the most CPU the hypervisor gave other guests, and other processes took, during any measured run.',
+    `ratio: median req/s over the ceiling's, the median of its ${ceilingRuns.length} runs spread through the benchmark (one before each of`,
+    'Tessera\'s); µs/req: CPU time of the server (hello, then Tessera) per request; pg µs/req: PostgreSQL\'s; steal, others: the most',
+    'CPU the hypervisor gave other guests, and other processes took, during any measured run or the ceiling run before it.',
     '',
   ]
   process.stdout.write(lines.join('\n'))
