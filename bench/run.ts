@@ -43,6 +43,14 @@ const settings = {
   v8Flags: (process.env.BENCH_V8_FLAGS ?? '').split(/\s+/).filter((flag) => flag !== ''),
   // Scenario letters to measure (`f,h`), for a quick look at a few; the ceiling (a) is always measured.
   only: selectedScenarios(process.env.BENCH_SCENARIOS),
+  // µs of busy CPU work per request for extra runs of the hello-world (`10,20`): what a ratio costs on this machine.
+  busyMicroseconds: (process.env.BENCH_BUSY_US ?? '').split(/[\s,]+/).filter((value) => value !== '').map(busyMicroseconds),
+}
+
+function busyMicroseconds(value: string): number {
+  const us = Number(value)
+  if (!Number.isInteger(us) || us <= 0 || us > 10_000) throw new Error(`BENCH_BUSY_US: ${value} is not a whole number of µs from 1 to 10000`)
+  return us
 }
 
 function selectedScenarios(value: string | undefined): Set<string> | null {
@@ -152,7 +160,7 @@ async function measure(
   expectedStatus?: number,
   ceiling?: Ceiling,
 ): Promise<Figures | null> {
-  if (settings.only && scenario !== '(a)' && !settings.only.has(scenario.slice(1, -1))) return null
+  if (settings.only && /^\([b-j]\)$/.test(scenario) && !settings.only.has(scenario.slice(1, -1))) return null
   const common = { ...options, connections: settings.connections, pipelining: settings.pipelining }
   log(`${scenario} ${label}: warm-up ${settings.warmupSeconds} s`)
   const warmup = await load({ ...common, duration: settings.warmupSeconds })
@@ -248,12 +256,16 @@ async function main(): Promise<number> {
   const { v8Flags } = settings
 
   // (a) the ceiling, measured alone so that nothing else competes for the CPUs; on the runtime flags Tessera has.
-  const helloPort = await freePort()
-  let helloListening = false
-  const hello = startChild('hello', [...v8Flags, 'bench/hello.ts'], { ...process.env, PORT: String(helloPort) }, (line) => {
-    if (line.trim() === 'listening') helloListening = true
-  })
-  await waitUntil('"listening"', hello, 15_000, async () => helloListening)
+  const startHello = async (busyUs: number) => {
+    const port = await freePort()
+    let listening = false
+    const child = startChild('hello', [...v8Flags, 'bench/hello.ts'], { ...process.env, PORT: String(port), HELLO_BUSY_US: String(busyUs) }, (line) => {
+      if (line.trim() === 'listening') listening = true
+    })
+    await waitUntil('"listening"', child, 15_000, async () => listening)
+    return { child, port }
+  }
+  const { child: hello, port: helloPort } = await startHello(0)
   const ceiling: Ceiling = { meter: cpuMeter(hello.process.pid!, backendPid), options: { url: `http://127.0.0.1:${helloPort}/`, method: 'GET' } }
   const a = await measureCeiling('(a)', 'bare Fastify hello-world', '', ceiling.meter, ceiling.options)
   // The hello-world stays up, idle, for the ceiling run beside each of Tessera's runs.
@@ -358,6 +370,14 @@ async function main(): Promise<number> {
   // Taken before stopping: shutdown adds its own lines, which say nothing about the measured runs.
   const tesseraOutput = tessera.child.tail()
   await stopChild(tessera.child)
+  // The hello-world doing more work per request, alone on the machine as the ceiling was: what a server that spends that
+  // many µs more than the bare hello-world reaches here, the yardstick for reading a ratio (bench/README.md).
+  const busy: Figures[] = []
+  for (const us of settings.busyMicroseconds) {
+    const busyHello = await startHello(us)
+    busy.push((await measure(`(a+${us}µs)`, `hello-world + ${us} µs of CPU work a request`, '', cpuMeter(busyHello.child.process.pid!, backendPid), { url: `http://127.0.0.1:${busyHello.port}/`, method: 'GET' }))!)
+    await stopChild(busyHello.child)
+  }
   await stopChild(hello)
   const measured = [b, c, d, e, f, j, g, h, i].filter((figures): figures is Figures => figures !== null)
   // The ceiling is the median of all its runs: its own at the start and the one before each of Tessera's. Its runs
@@ -366,7 +386,7 @@ async function main(): Promise<number> {
   const ceilingRuns = [...a.runs, ...measured.flatMap((figures) => figures.runs.flatMap((run) => (run.ceiling ? [run.ceiling] : [])))]
   a.requestsPerSecond = median(ceilingRuns.map((run) => run.requestsPerSecond))
   a.serverCpuPerRequestUs = median(ceilingRuns.map((run) => run.serverCpuPerRequestUs))
-  const scenarios = [a, ...measured]
+  const scenarios = [a, ...measured, ...busy]
   const ratioOf = (figures: Figures) => figures.requestsPerSecond / a.requestsPerSecond
   const ratios = Object.fromEntries(scenarios.slice(1).map((figures) => [figures.scenario, ratioOf(figures)]))
   const missed = scenarios.slice(1).filter((figures) => ratioOf(figures) < (TARGETS[figures.scenario] ?? 0))
@@ -427,7 +447,7 @@ async function main(): Promise<number> {
       pipelining: settings.pipelining,
       maxOthersShare: MAX_OTHERS_SHARE,
     },
-    scenarios: { a, b, c, d, e, f, j, g, h, i },
+    scenarios: { a, b, c, d, e, f, j, g, h, i, ...Object.fromEntries(busy.map((figures) => [figures.scenario, figures])) },
     ratios,
     targets: TARGETS,
     cpuProfileDir: profileDir,
