@@ -156,11 +156,13 @@ function createServer(config: Config, logging: Pick<FastifyServerOptions, 'logge
   app.addHook('preClose', async () => {
     closing = true
   })
-  app.addHook('onRequest', async (request, reply) => {
+  // A callback hook: it runs on every request and has nothing to await (an async one costs a promise and a tick).
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header(REQUEST_ID_HEADER, request.id)
-    if (closing) throw new ApiError(503, 'service_unavailable', 'The server is shutting down; retry the request', undefined, { 'retry-after': '1' })
+    if (closing) return done(new ApiError(503, 'service_unavailable', 'The server is shutting down; retry the request', undefined, { 'retry-after': '1' }))
     // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400.
-    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') throw requestInvalid('headers', [{ property: 'host', rule: 'required' }])
+    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') return done(requestInvalid('headers', [{ property: 'host', rule: 'required' }]))
+    done()
   })
   // Unknown expectations are ignored (RFC 9110 §10.1.1 allows it) rather than answered with Node's bare 417.
   app.server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => app.server.emit('request', req, res))
@@ -176,6 +178,9 @@ async function registerApi(app: App, container: Container): Promise<void> {
   const { config, database, services } = container
   const { auth, signer, scopes } = services
 
+  // First: it instruments each route as it is added, the CORS preflight route included.
+  const metrics = registerMetrics(app, container.metrics)
+
   // Browser apps of the allowed origins call the API directly (the upstream widget test app does): CORS answers
   // their preflights. Any origin in sandbox by default; none in production unless ALLOWED_ORIGINS names them.
   // Registered first, so that every answer carries its headers, a refused token's included.
@@ -189,10 +194,14 @@ async function registerApi(app: App, container: Container): Promise<void> {
 
   // Requests still being handled when the app closes finish before the database goes away. A response
   // always emits 'close' (sent, or its connection dropped), unlike Fastify's onResponse.
-  const inFlight = new Set<string>()
+  // A count and one shared listener: no closure, no `once` wrapper and no removal per request ('close' comes once).
+  let inFlight = 0
+  const settled = () => {
+    inFlight--
+  }
   app.addHook('onRequest', (request, reply, done) => {
-    inFlight.add(request.id)
-    reply.raw.once('close', () => inFlight.delete(request.id))
+    inFlight++
+    reply.raw.on('close', settled)
     done()
   })
   // Authentication is a hook of each route that asks for it, holding the route's own requirements: nothing to look
@@ -214,7 +223,6 @@ async function registerApi(app: App, container: Container): Promise<void> {
   app.setErrorHandler(errorHandler(config.bodyLimitBytes))
   app.setNotFoundHandler(notFoundHandler)
 
-  const metrics = registerMetrics(app, container.metrics)
   await registerOpenApi(app, {
     title: 'Tessera Core API',
     version: API_VERSION,
@@ -279,7 +287,7 @@ async function registerApi(app: App, container: Container): Promise<void> {
   // Added last so that it runs once: plugins registered after a root onClose hook inherit it.
   app.addHook('onClose', async () => {
     const deadline = Date.now() + config.shutdownTimeoutMs
-    while (inFlight.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
+    while (inFlight > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
     await container.close(Math.max(0, deadline - Date.now()))
   })
 

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
 import { Writable } from 'node:stream'
@@ -91,6 +92,18 @@ for (const engine of ENGINES) {
       const metrics = await suite.ctx.request({ method: 'GET', url: '/metrics' })
       assert.equal(metrics.status, 200)
       assert.match(metrics.body, /http_request_duration_seconds_count\{method="GET",route="\/health\/ready",status_code="200"\}/)
+      // Every route under its template, preflights included; URLs that match no route under one label, whatever they are.
+      const countOf = (text: string, labels: string) => Number(new RegExp(`^http_request_duration_seconds_count\\{${labels.replace(/[{}*/]/g, '\\$&')}\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0)
+      const series = ['method="GET",route="/core/assets/:asset",status_code="404"', 'method="OPTIONS",route="*",status_code="204"', 'method="GET",route="unmatched",status_code="404"']
+      const before = series.map((labels) => countOf(metrics.body, labels))
+      const asset = await suite.ctx.request({ method: 'GET', url: `/core/assets/NOPE${randomUUID().slice(0, 4)}`, headers: bearer(suite.token) })
+      assert.equal(asset.status, 404)
+      const preflight = await suite.ctx.app.inject({ method: 'OPTIONS', url: '/core/users', headers: { origin: 'https://app.example', 'access-control-request-method': 'POST' } })
+      assert.equal(preflight.statusCode, 204)
+      for (let i = 0; i < 3; i++) assert.equal((await suite.ctx.request({ method: 'GET', url: `/no-such-path-${i}` })).status, 404)
+      const after = (await suite.ctx.request({ method: 'GET', url: '/metrics' })).body
+      assert.deepEqual(series.map((labels, i) => countOf(after, labels) - before[i]!), [1, 1, 3])
+      assert.doesNotMatch(after, /no-such-path/)
       assert.match(metrics.body, /process_cpu_user_seconds_total/)
     })
 

@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { App } from './types.ts'
 
 /**
@@ -15,20 +16,32 @@ export function registerMetrics(app: App, registry: Registry = new Registry()): 
     registers: [registry],
   })
   // One label-bound child per series, made on its first response and reused: the series are bounded (route
-  // templates, not URLs; methods and statuses), so is this map.
-  const series = new Map<string, { observe(value: number): void }>()
-  // A callback hook rather than an async one: it runs on every response and has nothing to await.
-  app.addHook('onResponse', (request, reply, done) => {
-    // Unmatched URLs share one label so that scanning traffic cannot grow the series without bound.
-    const route = request.routeOptions.url ?? 'unmatched'
-    const key = `${request.method} ${reply.statusCode} ${route}`
-    let child = series.get(key)
-    if (child === undefined) {
-      child = duration.labels({ method: request.method, route, status_code: String(reply.statusCode) })
-      series.set(key, child)
+  // templates, not URLs; methods and statuses), so are these maps.
+  const recorderOf = (route: string) => {
+    const series = new Map<string, { observe(value: number): void }>()
+    // A callback hook rather than an async one: it runs on every response and has nothing to await.
+    return (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+      const key = `${request.method} ${reply.statusCode}`
+      let child = series.get(key)
+      if (child === undefined) {
+        child = duration.labels({ method: request.method, route, status_code: String(reply.statusCode) })
+        series.set(key, child)
+      }
+      child.observe(reply.elapsedTime / 1000)
+      done()
     }
-    child.observe(reply.elapsedTime / 1000)
-    done()
+  }
+  // Each route records under its own template, known when it is added: nothing to look up per request
+  // (`request.routeOptions` builds a copy on every read). Register this before any route.
+  app.addHook('onRoute', (route) => {
+    const record = recorderOf(route.url)
+    route.onResponse = [...(route.onResponse === undefined ? [] : Array.isArray(route.onResponse) ? route.onResponse : [route.onResponse]), record]
+  })
+  // Unmatched URLs share one label so that scanning traffic cannot grow the series without bound.
+  const recordUnmatched = recorderOf('unmatched')
+  app.addHook('onResponse', (request, reply, done) => {
+    if (request.is404) recordUnmatched(request, reply, done)
+    else done()
   })
   return registry
 }
