@@ -186,8 +186,9 @@ async function registerApi(app: App, container: Container): Promise<void> {
   // Registered first, so that every answer carries its headers, a refused token's included.
   await app.register(cors, {
     origin: config.allowedOrigins === '*' ? true : config.allowedOrigins.length > 0 ? [...config.allowedOrigins] : false,
-    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    exposedHeaders: [REQUEST_ID_HEADER, 'etag', 'location', 'retry-after', 'ratelimit', 'ratelimit-policy'],
+    // As the header values they become: the plugin joins a list again on every answer.
+    methods: 'GET, HEAD, POST, PUT, PATCH, DELETE',
+    exposedHeaders: [REQUEST_ID_HEADER, 'etag', 'location', 'retry-after', 'ratelimit', 'ratelimit-policy'].join(', '),
     maxAge: 600,
     strictPreflight: false,
   })

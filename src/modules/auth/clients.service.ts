@@ -102,6 +102,9 @@ export class ClientsService {
 
   private async findClient(clientId: string): Promise<ClientRow | null> {
     const key = cacheKey(clientId)
+    // A cached row answers at once, as on nearly every request: only an id without a row needs the absence's cache.
+    const cached = this.rows.get(key)
+    if (cached !== undefined) return cached
     let row: ClientRow | undefined
     // Read inside the absence's load: a creation announced while it reads keeps the absence from being remembered.
     await this.absent.load(key, async () => {
