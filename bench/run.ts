@@ -82,7 +82,7 @@ interface Run {
   timeouts: number
   statusCodes: Record<string, number>
   /** The ceiling's run just before this one (absent for the ceiling's own runs). */
-  ceiling?: { requestsPerSecond: number; serverCpuPerRequestUs: number; othersShare: number | null; stealShare: number | null }
+  ceiling?: Pick<Run, 'requestsPerSecond' | 'requestsTotal' | 'serverCpuPerRequestUs' | 'othersShare' | 'stealShare' | 'unexpected' | 'errors' | 'timeouts' | 'statusCodes'>
 }
 
 interface Figures {
@@ -173,7 +173,10 @@ async function measure(
       : null
     log(`${scenario} ${label}: run ${index}/${settings.runs}, ${settings.durationSeconds} s, ${settings.connections} connections, pipelining ${settings.pipelining}`)
     const run = await runOnce(`${scenario} run ${index}`, meter, common, expectedStatus)
-    if (before) run.ceiling = { requestsPerSecond: before.requestsPerSecond, serverCpuPerRequestUs: before.serverCpuPerRequestUs, othersShare: before.othersShare, stealShare: before.stealShare }
+    if (before) {
+      const { requestsPerSecond, requestsTotal, serverCpuPerRequestUs, othersShare, stealShare, unexpected, errors, timeouts, statusCodes } = before
+      run.ceiling = { requestsPerSecond, requestsTotal, serverCpuPerRequestUs, othersShare, stealShare, unexpected, errors, timeouts, statusCodes }
+    }
     runs.push(run)
   }
   // A ceiling run disturbed by other load spoils its pair as much as the scenario's own run would.
@@ -206,7 +209,9 @@ async function measureCeiling(...args: Parameters<typeof measure>): Promise<Figu
   return figures
 }
 
-const failed = (f: Figures) => f.runs.some((run) => run.unexpected > 0 || run.errors > 0 || run.timeouts > 0 || run.requestsTotal === 0)
+const brokenRun = (run: Pick<Run, 'unexpected' | 'errors' | 'timeouts' | 'requestsTotal'>) => run.unexpected > 0 || run.errors > 0 || run.timeouts > 0 || run.requestsTotal === 0
+// A ceiling run that failed would drag the ceiling's median down and flatter every ratio: it fails its scenario too.
+const failed = (f: Figures) => f.runs.some((run) => brokenRun(run) || (run.ceiling !== undefined && brokenRun(run.ceiling)))
 
 const timestamp = new Date().toISOString().replace(/[:.]/g, '-')
 const credentials = newClientCredentials()
@@ -464,6 +469,12 @@ async function main(): Promise<number> {
           `\n${figures.scenario} ${figures.label}: ${run.unexpected} not ${figures.expectedStatus}, ${run.errors} errors, ` +
             `${run.timeouts} timeouts; status codes ${JSON.stringify(run.statusCodes)}\n`,
         )
+        if (run.ceiling && brokenRun(run.ceiling)) {
+          process.stderr.write(
+            `  its ceiling run: ${run.ceiling.unexpected} not 2xx, ${run.ceiling.errors} errors, ${run.ceiling.timeouts} timeouts; ` +
+              `status codes ${JSON.stringify(run.ceiling.statusCodes)}\n`,
+          )
+        }
       }
     }
     process.stderr.write(`\nLast output of Tessera:\n${tesseraOutput}\n`)

@@ -3,8 +3,10 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import { after, describe, test } from 'node:test'
 import type { InjectOptions } from 'fastify'
 import { sql } from 'kysely'
+import { Migrator } from 'kysely/migration'
 import { buildApp } from '../src/app.ts'
 import { migrateToLatest, openDatabase } from '../src/db/database.ts'
+import { migrationProvider } from '../src/db/migrations/index.ts'
 import { runAudited } from '../src/modules/audit/audit-scope.ts'
 import type { App } from '../src/http/types.ts'
 import { loadOrCreateSecrets } from '../src/lib/data-dir.ts'
@@ -667,3 +669,38 @@ for (const engine of ENGINES) {
     })
   })
 }
+
+describe('upgrading the trail to one row per request', () => {
+  test('the migration names a request with two rows and refuses; after the documented clean-up it runs', async (t) => {
+    const database = await openDatabase({ ...testConfig(), databaseUrl: null, dataDir: null })
+    t.after(() => database.close())
+    const migrated = await database.withSession((db) => new Migrator({ db, provider: migrationProvider }).migrateTo('0022_audit_trail'))
+    assert.equal(migrated.error, undefined)
+    const requestId = randomUUID()
+    const row = (id: string) => ({
+      id,
+      organization_id: randomUUID(),
+      actor: 'client',
+      client_id: 'a-client',
+      user_id: null,
+      operation: 'core.create-user',
+      method: 'POST',
+      route: '/core/users',
+      object_type: null,
+      object_id: null,
+      request_id: requestId,
+      at: new Date(),
+    })
+    const [first, second] = ['0190a8c1-0000-7000-8000-000000000001', '0190a8c1-0000-7000-8000-000000000002']
+    await database.db.insertInto('audit_trail').values([row(first), row(second)]).execute()
+    await assert.rejects(migrateToLatest(database), new RegExp(`more than one row for some requests: ${requestId} \\(2 rows\\)`))
+
+    // docs/audit-trail.md, "Upgrading to one row per request": keep the earliest row of each request.
+    await sql`alter table audit_trail disable trigger audit_trail_append_only`.execute(database.db)
+    await sql`delete from audit_trail a using audit_trail b where a.request_id = b.request_id and a.id > b.id`.execute(database.db)
+    await sql`alter table audit_trail enable trigger audit_trail_append_only`.execute(database.db)
+    assert.deepEqual(await migrateToLatest(database), ['0023_audit_trail_one_row_per_request'])
+    assert.deepEqual((await database.db.selectFrom('audit_trail').select('id').execute()).map((r) => r.id), [first])
+    await assert.rejects(database.db.insertInto('audit_trail').values(row(randomUUID())).execute(), /audit_trail_request/)
+  })
+})

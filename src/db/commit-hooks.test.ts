@@ -13,7 +13,8 @@ interface Tables {
 const state = { pending: null as string | null, settled: [] as string[] }
 
 const hooks = new CommitHooks()
-// Beside a transaction's COMMIT the condition is `true` ('committed'); carried by a single write, its own.
+// Beside a transaction's COMMIT the condition is `true` ('committed', or 'not committed' when it failed); carried by a
+// single write, its own. The note 'refused' is inserted as NULL, which the table refuses: a hook statement that fails.
 hooks.add(
   () => state.pending !== null,
   (offset, condition) => {
@@ -21,9 +22,9 @@ hooks.add(
     state.pending = null
     return {
       sql: `insert into log (note) select $${offset + 1}::text where ${condition}`,
-      parameters: [note],
+      parameters: [note === 'refused' ? null : note],
       after: (wrote) => {
-        state.settled.push(condition === 'true' ? 'committed' : `carried: ${wrote}`)
+        state.settled.push(condition === 'true' ? (wrote ? 'committed' : 'not committed') : `carried: ${wrote}`)
         if (!wrote) state.pending = note
       },
     }
@@ -115,6 +116,20 @@ test('a write without RETURNING, or inside a transaction, still has its hook row
   })
   assert.deepEqual(await notes(), ['plain', 'transaction'])
   assert.deepEqual(state.settled, ['committed', 'committed'])
+})
+
+test('a transaction whose hook statement fails commits nothing, and the work stays pending for the next write', async () => {
+  state.pending = 'refused'
+  await assert.rejects(
+    db.transaction().execute(async (tx) => {
+      await tx.updateTable('items').set({ label: 'eins' }).where('id', '=', 1).execute()
+    }),
+    /null value/,
+  )
+  assert.deepEqual(state.settled, ['not committed'])
+  assert.equal(state.pending, 'refused', 'still to write')
+  assert.equal((await db.selectFrom('items').select('label').where('id', '=', 1).executeTakeFirstOrThrow()).label, 'one', 'the write rolled back')
+  assert.deepEqual(await notes(), [])
 })
 
 test('without pending work a write runs as it is', async () => {

@@ -2,8 +2,9 @@ import { CompiledQuery, type DatabaseConnection, type Dialect, type Driver, type
 
 /**
  * Work that must commit with a transaction's own writes (the audit trail's row), as one statement: `sql` runs only
- * when `condition` (SQL) holds and numbers its parameters from `$<offset + 1>`; `after` runs once it committed, with
- * whether the write it stands beside changed rows. Before the COMMIT of a transaction that wrote, the statement runs
+ * when `condition` (SQL) holds and numbers its parameters from `$<offset + 1>`; `after` runs once the statement settled,
+ * with whether its work committed: whether the write it stands beside changed rows and committed (false when the
+ * statement or the COMMIT failed). Before the COMMIT of a transaction that wrote, the statement runs
  * on the transaction's connection (offset 0, condition `true`); beside a single write outside a transaction it is a
  * part of the write's own statement (see `foldable`), its condition whether that write changed rows. Undefined when
  * the hook has nothing to write.
@@ -150,10 +151,16 @@ class HookedDriver implements Driver {
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
     const tracked = connection as TrackedConnection
-    const afterCommit = tracked.wrote ? await this.hooks.beforeCommit(tracked.inner) : []
-    await this.inner.commitTransaction(tracked.inner)
+    const settle = tracked.wrote ? await this.hooks.beforeCommit(tracked.inner) : []
+    try {
+      await this.inner.commitTransaction(tracked.inner)
+    } catch (error) {
+      // Not committed, as far as this process can know: the hooks' work is still to do.
+      for (const done of settle) done(false)
+      throw error
+    }
     tracked.inTransaction = false
-    for (const done of afterCommit) done()
+    for (const done of settle) done(true)
   }
 
   async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
@@ -211,16 +218,24 @@ export class CommitHooks {
     return this.registered.some((entry) => entry.wanted())
   }
 
-  /** Runs the wanted hooks' statements on the connection of a transaction about to commit; what to call after. */
-  async beforeCommit(connection: HookConnection): Promise<(() => void)[]> {
-    const after: (() => void)[] = []
-    for (const entry of this.registered) {
-      const part = entry.wanted() ? entry.hook(0, 'true') : undefined
-      if (!part) continue
-      await connection.executeQuery(CompiledQuery.raw(part.sql, [...part.parameters]))
-      after.push(() => part.after(true))
+  /**
+   * Runs the wanted hooks' statements on the connection of a transaction about to commit; what to call once the
+   * COMMIT succeeded (`true`) or failed (`false`). A statement that fails settles every hook begun as not written.
+   */
+  async beforeCommit(connection: HookConnection): Promise<((committed: boolean) => void)[]> {
+    const settle: ((committed: boolean) => void)[] = []
+    try {
+      for (const entry of this.registered) {
+        const part = entry.wanted() ? entry.hook(0, 'true') : undefined
+        if (!part) continue
+        settle.push(part.after)
+        await connection.executeQuery(CompiledQuery.raw(part.sql, [...part.parameters]))
+      }
+    } catch (error) {
+      for (const done of settle) done(false)
+      throw error
     }
-    return after
+    return settle
   }
 
   /** The dialect with its driver wrapped so that these hooks run before every COMMIT of a transaction that wrote. */

@@ -51,7 +51,7 @@ export async function runAudited<T>(entry: AuditEntry, object: AuditObject | nul
  */
 export function auditObject(type: string, id: string): void {
   const scope = storage.getStore()
-  if (scope?.state === 'open') scope.object = { type, id }
+  if (scope !== undefined && stillToRecord(scope)) scope.object = { type, id }
 }
 
 /** Runs `work` as no client's write: bookkeeping of the request itself (an idempotency key's stored refusal). */
@@ -86,8 +86,9 @@ export function pendingAudit(): { entry: AuditEntry; object: AuditObject | null;
   }
 }
 
+/** Work the request left running once it ended never carries the row, even while an earlier carrier is in flight. */
 function stillToRecord(scope: AuditScope): boolean {
-  return scope.state === 'open' || scope.state === 'recording'
+  return scope.state === 'open' || (scope.state === 'recording' && !scope.ended)
 }
 
 /** Whether the current asynchronous context has an audit row still to write. */
