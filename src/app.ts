@@ -20,7 +20,7 @@ import { allowanceStoreFor, clientKey, RateLimiter, registerRateLimits } from '.
 import { registerMetrics } from './http/metrics.ts'
 import { lazyChildLoggerFactory } from './http/request-logger.ts'
 import { REQUEST_ID_HEADER, registerOpenApi } from './http/openapi.ts'
-import type { App } from './http/types.ts'
+import { hooksOf, type App } from './http/types.ts'
 import type { SandboxSecrets } from './lib/data-dir.ts'
 import { accountsRoutes } from './modules/accounts/index.ts'
 import { registerAuditTrail } from './modules/audit/index.ts'
@@ -219,7 +219,7 @@ async function registerApi(app: App, container: Container): Promise<void> {
       )
     }
     // First of the route's own hooks, as it was first of all hooks registered after the ones above.
-    route.onRequest = [authenticate, ...(route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest])]
+    route.onRequest = [authenticate, ...hooksOf(route.onRequest)]
   })
   app.setErrorHandler(errorHandler(config.bodyLimitBytes))
   app.setNotFoundHandler(notFoundHandler)

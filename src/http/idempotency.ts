@@ -8,7 +8,7 @@ import { ApiError, requestInvalid } from './errors.ts'
 import * as repository from './idempotency.repository.ts'
 import { withoutAudit } from '../modules/audit/index.ts'
 import type { IdempotencyScope } from './idempotency.repository.ts'
-import type { App } from './types.ts'
+import { hooksOf, type App } from './types.ts'
 
 export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key'
 export const REPLAYED_HEADER = 'idempotent-replayed'
@@ -141,8 +141,8 @@ export function registerIdempotency(app: App, db: Db, digestKey: Buffer): void {
   // Route-level hooks: the routes that do not opt in (nearly all) pay nothing for the mechanism.
   app.addHook('onRoute', (route) => {
     if (route.config?.idempotent !== true) return
-    route.preHandler = [...asArray(route.preHandler), claim]
-    route.onSend = [...asArray(route.onSend), complete]
+    route.preHandler = [...hooksOf(route.preHandler), claim]
+    route.onSend = [...hooksOf(route.onSend), complete]
   })
 }
 
@@ -160,10 +160,6 @@ export function registerIdempotencyPurge(schedules: Schedules, db: Db): void {
       await repository.purgeExpiredKeys(db, periodStart)
     },
   })
-}
-
-function asArray<T>(value: T | T[] | undefined): T[] {
-  return value === undefined ? [] : Array.isArray(value) ? value : [value]
 }
 
 /** Thrown inside a guarded database transaction when the key already committed: the work rolls back and the first answer is replayed. */

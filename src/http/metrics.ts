@@ -1,6 +1,6 @@
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { App } from './types.ts'
+import { hooksOf, type App } from './types.ts'
 
 /**
  * Prometheus metrics of one app instance: process metrics and request counts and durations per route, added to
@@ -35,7 +35,7 @@ export function registerMetrics(app: App, registry: Registry = new Registry()): 
   // (`request.routeOptions` builds a copy on every read). Register this before any route.
   app.addHook('onRoute', (route) => {
     const record = recorderOf(route.url)
-    route.onResponse = [...(route.onResponse === undefined ? [] : Array.isArray(route.onResponse) ? route.onResponse : [route.onResponse]), record]
+    route.onResponse = [...hooksOf(route.onResponse), record]
   })
   // Unmatched URLs share one label so that scanning traffic cannot grow the series without bound.
   const recordUnmatched = recorderOf('unmatched')

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { DatabaseHandle } from '../db/database.ts'
 import { ApiError } from './errors.ts'
 import { PostgresAllowanceStore } from './rate-limit.repository.ts'
-import type { App } from './types.ts'
+import { hooksOf, type App } from './types.ts'
 
 /**
  * Rate limits: a fixed window per key (a policy and a client, or a policy and an address), counted in one store.
@@ -304,6 +304,6 @@ export function registerRateLimits(app: App, limiter: RateLimiter, global: Route
         'retry-after': String(decision.resetSeconds),
       })
     }
-    route.preHandler = [...(route.preHandler === undefined ? [] : Array.isArray(route.preHandler) ? route.preHandler : [route.preHandler]), check]
+    route.preHandler = [...hooksOf(route.preHandler), check]
   })
 }

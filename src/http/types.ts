@@ -32,3 +32,11 @@ export function principalOf(request: FastifyRequest): Principal {
 export function sendSerialized(reply: FastifyReply, json: string | Buffer): FastifyReply {
   return reply.type('application/json; charset=utf-8').send(json)
 }
+
+/**
+ * A route's hooks of one kind as a list, to add one in an `onRoute` hook: Fastify takes a single hook or a list, and
+ * leaves the option undefined when there is none.
+ */
+export function hooksOf<T>(value: T | T[] | undefined): T[] {
+  return value === undefined ? [] : Array.isArray(value) ? value : [value]
+}

@@ -18,17 +18,13 @@ export interface AuditObject {
 }
 
 /**
- * A request's audit row while the request runs: `open` until its first transaction that writes commits the row,
- * `recording` while writes carrying it are in flight, `recorded` after one committed, `closed` when the request ended
- * without writing (work it left running does not speak for it).
+ * A request's audit row while the request runs: still to write until a write carrying it committed (`recorded`) or the
+ * request ended (`ended`: work it left running does not speak for it, even while an earlier carrier is in flight).
  */
 interface AuditScope {
   entry: AuditEntry
   object: AuditObject | null
-  state: 'open' | 'recording' | 'recorded' | 'closed'
-  /** Writes carrying the row that have not settled yet. */
-  carriers: number
-  /** The request has ended: a write still in flight that ends up writing nothing closes the scope, not reopens it. */
+  recorded: boolean
   ended: boolean
 }
 
@@ -36,12 +32,11 @@ const storage = new AsyncLocalStorage<AuditScope>()
 
 /** Runs a request's handler with its audit row waiting for the first write; the scope closes when it ends. */
 export async function runAudited<T>(entry: AuditEntry, object: AuditObject | null, work: () => Promise<T>): Promise<T> {
-  const scope: AuditScope = { entry, object, state: 'open', carriers: 0, ended: false }
+  const scope: AuditScope = { entry, object, recorded: false, ended: false }
   try {
     return await storage.run(scope, work)
   } finally {
     scope.ended = true
-    if (scope.state === 'open') scope.state = 'closed'
   }
 }
 
@@ -65,30 +60,22 @@ export function withoutAudit<T>(work: () => T): T {
  * (the statement inserts it `on conflict do nothing`), so that neither can commit without it when the other turns out
  * to change nothing or fails.
  */
-export function pendingAudit(): { entry: AuditEntry; object: AuditObject | null; begin(): (recorded: boolean) => void } | undefined {
+export function pendingAudit(): { entry: AuditEntry; object: AuditObject | null; settle(recorded: boolean): void } | undefined {
   const scope = storage.getStore()
   if (scope === undefined || !stillToRecord(scope)) return undefined
   return {
     entry: scope.entry,
     object: scope.object,
-    begin: () => {
-      scope.state = 'recording'
-      scope.carriers++
-      // Settles this carrier: recorded, or (its write changed nothing, or failed) still to write by the request's
-      // next write once no other carrier is in flight.
-      return (recorded) => {
-        scope.carriers--
-        if (scope.state !== 'recording') return
-        if (recorded) scope.state = 'recorded'
-        else if (scope.carriers === 0) scope.state = scope.ended ? 'closed' : 'open'
-      }
+    // Settles one carrier: once one committed the row, no later write carries it. One that changed nothing or failed
+    // leaves it to the request's next write (or to another carrier still in flight).
+    settle: (recorded) => {
+      if (recorded) scope.recorded = true
     },
   }
 }
 
-/** Work the request left running once it ended never carries the row, even while an earlier carrier is in flight. */
 function stillToRecord(scope: AuditScope): boolean {
-  return scope.state === 'open' || (scope.state === 'recording' && !scope.ended)
+  return !scope.recorded && !scope.ended
 }
 
 /** Whether the current asynchronous context has an audit row still to write. */

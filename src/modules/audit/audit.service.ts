@@ -63,8 +63,7 @@ export class AuditTrailService {
     deps.commitHooks?.add(auditPending, (offset, condition) => {
       const pending = pendingAudit()
       if (!pending) return undefined
-      const settle = pending.begin()
-      return { ...repository.entryStatement(offset, condition, uuidv7(), pending.entry, pending.object, new Date()), after: settle }
+      return { ...repository.entryStatement(offset, condition, uuidv7(), pending.entry, pending.object, new Date()), after: pending.settle }
     })
   }
 
