@@ -369,9 +369,25 @@ export class Crash<U extends User, A extends Commit<U>> {
     }
   }
 
-  /** Waits until none of the test's transactions is processing. */
-  drain(what: string): Promise<void> {
-    return waitUntil(async () => (await this.statuses()).processing === undefined, 60_000, what)
+  /**
+   * Waits until none of the test's transactions is processing; past the deadline, fails naming each one left, with
+   * its flow, its job and its history, so that a stall says what it is stuck on.
+   */
+  async drain(what: string): Promise<void> {
+    try {
+      await waitUntil(async () => (await this.statuses()).processing === undefined, 60_000, what)
+    } catch (error) {
+      const where = this.options.type ? ` and t.type = '${this.options.type}'` : ''
+      const stuck = await this.query(`
+        select t.id, t.type, f.status as flow, f.step, f.error as flow_error,
+          (select json_agg(json_build_object('status', j.status, 'attempts', j.attempts, 'run_at', j.run_at, 'locked_until', j.locked_until, 'last_error', j.last_error, 'now', now()))
+             from jobs j where j.payload->>'flowId' = t.id::text) as jobs,
+          (select json_agg(json_build_object('step', s.step, 'action', s.action, 'error', s.error, 'at', s.at) order by s.position)
+             from flow_steps s where s.organization_id = t.organization_id and s.flow_id = t.id) as history
+        from transactions t left join flows f on f.organization_id = t.organization_id and f.id = t.id
+        where t.status = 'processing'${where} limit 10`)
+      throw new Error(`${(error as Error).message}; still processing: ${JSON.stringify(stuck, null, 1)}`, { cause: error })
+    }
   }
 
   /**

@@ -28,8 +28,8 @@ export function find(db: Executor, organizationId: string, id: string): Promise<
 }
 
 /**
- * Locks the flows still running at `step`, in id order; those that moved on (another run of a duplicated job
- * got there first) or ended are left out, so their step is not run twice.
+ * Locks the flows still running at `step`, in id order; those that moved on (another run of their steps got there
+ * first) or ended are left out, so their step is not run twice.
  */
 export function lockAtStep(tx: Tx, organizationId: string, ids: readonly string[], step: number): Promise<FlowRow[]> {
   if (ids.length === 0) return Promise.resolve([])
@@ -45,7 +45,6 @@ export function lockAtStep(tx: Tx, organizationId: string, ids: readonly string[
     .execute()
 }
 
-/** Moves locked flows past a step: completed when it was the last one. */
 /** Moves flows to `next.step`, merging what their steps recorded into their data: one statement for all of them. */
 export async function advance(tx: Tx, organizationId: string, flows: readonly { id: string; patch: Record<string, unknown> }[], next: { step: number; completed: boolean; at: Date }): Promise<void> {
   if (flows.length === 0) return

@@ -62,7 +62,8 @@ export interface FlowStep<D> {
    * each flow alone, so one flow's failure holds no other back. Returns what to merge into each flow's data.
    *
    * A step must be idempotent: after a crash between its commit and the job's completion it is not run again
-   * (the flow moved on), but a duplicated job may find it not yet committed and run it again.
+   * (the flow moved on), but a duplicated job (or a request advancing its own flow) may find it not yet committed
+   * and run it again; only one of the two commits it.
    *
    * Throwing a domain error that is not retryable fails the flow for good: the steps already done are
    * compensated, newest first, then the definition's `onFailed` records the failure. Anything else is retried
@@ -152,7 +153,9 @@ export const FLOW_JOB_PREFIX = 'flow:'
  * Starting a flow writes that row and a job in the caller's transaction; the worker then runs the steps one
  * database transaction each, the step's effect, its history row and the move to the next step committing
  * together. So after a crash (kill -9 at any point) the job is taken over once its lease passes and the flow
- * resumes at the first step not committed; a duplicated job finds its flow moved on and does nothing.
+ * resumes at the first step not committed. Two runs of one flow's steps at once (a duplicated job, a request
+ * advancing its own flow) commit each step once: the run that finds its flow moved on goes on from where it stands,
+ * and the job completes only once its flow has ended (it is deferred while the flow waits).
  */
 export class FlowRunner {
   private readonly db: Db
@@ -230,14 +233,19 @@ export class FlowRunner {
       pending.push(...rows.map((row) => toFlow<D>(row)))
     }
     for (const group of Map.groupBy(pending, (flow) => `${flow.organizationId}|${flow.step}`).values()) {
+      let alone: readonly Flow<D>[] = group
       try {
-        const { waiting } = await this.runSteps(definition, group, definition.steps.length - group[0]!.step)
+        const { flows: through, waiting } = await this.runSteps(definition, group, definition.steps.length - group[0]!.step)
         for (const [flowId, until] of waiting) unfinished.set(jobOf.get(flowId)!.id, new JobDeferral(until))
-        continue
+        // The flows that neither went through every step nor wait were failed by their outside party, or moved on by
+        // another run of their steps (a request advancing its own flow, this job run twice): that run may have
+        // stopped short of the end, so each goes on alone from where it now stands (an ended one is let be).
+        const done = new Set(through.map((flow) => flow.id))
+        alone = group.filter((flow) => !done.has(flow.id) && !waiting.has(flow.id))
       } catch {
         // Each flow alone below, step by step, from wherever the group left it.
       }
-      for (const flow of group) {
+      for (const flow of alone) {
         const outcome = await this.runAlone(definition, flow, jobOf.get(flow.id)!)
         if (outcome !== undefined) unfinished.set(jobOf.get(flow.id)!.id, outcome)
       }
@@ -275,8 +283,15 @@ export class FlowRunner {
           return failure
         }
       }
-      // Undefined: another run of a duplicated job moved it on.
-      if (moved === undefined) return undefined
+      if (moved === undefined) {
+        // Another run of its steps moved it on (or ended it) first; that run may stop short of the end (a request
+        // runs only the steps it makes itself), so this one goes on from where the flow now stands. Its step only
+        // ever grows: this ends.
+        const [now] = await repository.findRunning(this.db, current.organizationId, [current.id])
+        if (!now) return undefined
+        current = toFlow<D>(now)
+        continue
+      }
       current = moved
     }
     return undefined
