@@ -127,6 +127,32 @@ for (const engine of ENGINES) {
       assert.equal(runs, 1)
     })
 
+    test('a worker whose lease lapsed while it ran a job does not claim the job again: it runs once', async () => {
+      const type = freshType()
+      const id = await enqueue(database.db, { type, payload: {} })
+      let runs = 0
+      let finish!: () => void
+      const finished = new Promise<void>((resolve) => (finish = resolve))
+      const worker = workerFor(database.db, { [type]: async () => ((runs += 1), await finished) }, { leaseMs: 60_000 })
+      worker.start()
+      try {
+        await waitFor(async () => runs === 1)
+        // The lease lapses as when a stalled event loop delays its renewal.
+        await database.db.updateTable('jobs').set({ locked_until: new Date(Date.now() - 1_000) }).where('id', '=', id).execute()
+        worker.poke()
+        await sleep(100)
+        assert.equal(runs, 1, 'the worker did not take its own job over')
+        assert.equal((await findJob(database.db, id))?.attempts, 1)
+        finish()
+        await waitFor(async () => (await findJob(database.db, id))?.status === 'completed')
+      } finally {
+        finish()
+        await worker.stop(1_000)
+      }
+      assert.equal(runs, 1)
+      assert.equal((await findJob(database.db, id))?.attempts, 1)
+    })
+
     test('stopping finishes running jobs, or gives back those that outlast the timeout', async () => {
       const type = freshType()
       let release!: () => void

@@ -26,10 +26,13 @@ export async function insertJob(db: Executor, row: { id: string; organizationId:
 /**
  * Claims up to `limit` due jobs for one worker: pending ones whose time has come, and running ones whose lease
  * has passed (their worker died or hung). `SKIP LOCKED` lets workers claim side by side without waiting on or
- * taking each other's rows; the lease is what keeps a claimed job away from the others once this commits.
+ * taking each other's rows; the lease is what keeps a claimed job away from the others once this commits. The jobs
+ * the worker is running (`running`) are never claimed again by it, even when their lease lapsed (a stalled event
+ * loop delayed its renewal): it would only run them twice.
  */
-export async function claimDue(db: Executor, input: { workerId: string; limit: number; leaseMs: number; types: readonly string[] }): Promise<JobRow[]> {
+export async function claimDue(db: Executor, input: { workerId: string; limit: number; leaseMs: number; types: readonly string[]; running?: readonly string[] }): Promise<JobRow[]> {
   if (input.limit < 1 || input.types.length === 0) return []
+  const notRunning = input.running && input.running.length > 0 ? sql`and not (id = any(${input.running}::uuid[]))` : sql``
   const result = await sql<JobRow>`
     update jobs set status = 'running', attempts = attempts + 1, locked_by = ${input.workerId},
       locked_until = now() + make_interval(secs => ${input.leaseMs / 1000}::double precision), updated_at = now()
@@ -37,6 +40,7 @@ export async function claimDue(db: Executor, input: { workerId: string; limit: n
       select id from jobs
       where type in (${sql.join(input.types)})
         and ((status = 'pending' and run_at <= now()) or (status = 'running' and locked_until <= now()))
+        ${notRunning}
       order by run_at, id
       limit ${input.limit}
       for update skip locked

@@ -161,12 +161,13 @@ export class Worker {
   private async claim(slots: number): Promise<JobRow[][]> {
     const { db, handlers, leaseMs } = this.options
     const maxJobsOf = (type: string) => handlers.maxJobsOf(type) ?? 1
-    const jobs = await repository.claimDue(db, { workerId: this.id, limit: slots, leaseMs, types: handlers.types() })
+    const running = this.runningJobIds()
+    const jobs = await repository.claimDue(db, { workerId: this.id, limit: slots, leaseMs, types: handlers.types(), running })
     const counts = new Map<string, number>()
     for (const job of jobs) if (maxJobsOf(job.type) > 1) counts.set(job.type, (counts.get(job.type) ?? 0) + 1)
     for (const [type, count] of counts) {
       const room = Math.ceil(count / maxJobsOf(type)) * maxJobsOf(type) - count
-      if (room > 0) jobs.push(...(await repository.claimDue(db, { workerId: this.id, limit: room, leaseMs, types: [type] })))
+      if (room > 0) jobs.push(...(await repository.claimDue(db, { workerId: this.id, limit: room, leaseMs, types: [type], running })))
     }
     const { runs, leftOver } = formRuns(jobs, slots, maxJobsOf)
     if (leftOver.length > 0) await repository.release(db, this.id, leftOver.map((job) => job.id), new Date())
