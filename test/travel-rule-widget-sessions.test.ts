@@ -515,6 +515,10 @@ for (const engine of ENGINES) {
             const response = await node(method, path, authorization, payload)
             assert.equal(response.statusCode, 401, `${method} ${path} with ${String(authorization).slice(0, 20)}: ${response.body}`)
             assert.equal(response.json<{ code: string }>().code, 'token_invalid')
+            // RFC 6750 §3: the scheme to use, and why a bearer token sent was refused.
+            const challenge = String(response.headers['www-authenticate'])
+            assert.match(challenge, /^Bearer realm="tessera"/)
+            assert.equal(challenge.includes('error="invalid_token"'), /^Bearer \S/.test(authorization ?? ''), challenge)
           }
         }
       })

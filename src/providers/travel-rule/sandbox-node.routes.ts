@@ -1,5 +1,4 @@
 import Type, { type Static } from 'typebox'
-import { ApiError } from '../../http/errors.ts'
 import type { App } from '../../http/types.ts'
 import type { SandboxTravelRuleNode } from './sandbox.ts'
 
@@ -28,6 +27,7 @@ const Proof = Type.Union([
   ),
 ])
 
+/** The form as the route validates it, in the shape the node's `describeTransfer` takes (`TransferForm`). */
 const ValidateBody = Type.Object(
   {
     direction: Type.Union([Type.Literal('deposit'), Type.Literal('withdrawal')]),
@@ -41,64 +41,21 @@ const ValidateBody = Type.Object(
   },
   { additionalProperties: false },
 )
-type ValidateBody = Static<typeof ValidateBody>
 
 const AddressParams = Type.Object({ network: Type.String({ minLength: 1, maxLength: 64 }), address: Type.String({ minLength: 1, maxLength: 128 }) })
 
-/** The IVMS 101 person of the other party; none for the user themself when Tessera knows no name for them. */
-function ivmsPerson(party: ValidateBody['counterparty'], customer: ValidateBody['customer']) {
-  if (party.type === 'self' && customer.name.trim() === '') return undefined
-  if (party.type === 'legal' || (party.type === 'self' && customer.type === 'legal')) {
-    const name = party.type === 'legal' ? party.name : customer.name
-    return { legalPerson: { name: { nameIdentifier: [{ legalPersonName: name, legalPersonNameIdentifierType: 'LEGL' }] } } }
-  }
-  if (party.type === 'natural') return { naturalPerson: { name: { nameIdentifier: [{ primaryIdentifier: party.lastName, secondaryIdentifier: party.firstName, nameIdentifierType: 'LEGL' }] } } }
-  // The user themself: the customer's name as one identifier (Tessera holds the parts).
-  return { naturalPerson: { name: { nameIdentifier: [{ primaryIdentifier: customer.name, nameIdentifierType: 'LEGL' }] } } }
-}
-
 export function sandboxTravelRuleNodeRoutes(node: SandboxTravelRuleNode) {
   return async function routes(app: App): Promise<void> {
-    const customerOf = (authorization: string | undefined) => {
-      const token = authorization?.startsWith('Bearer ') ? authorization.slice(7) : undefined
-      const customer = token !== undefined ? node.readCustomerToken(token) : null
-      if (!customer) throw new ApiError(401, 'token_invalid', 'The travel-rule node does not know this customer token')
-      return customer
-    }
-
     app.get<{ Params: Static<typeof AddressParams> }>('/sandbox/travel-rule-node/addresses/:network/:address', { schema: { hide: true, params: AddressParams } }, async (request) => {
-      customerOf(request.headers.authorization)
+      node.authenticate(request.headers.authorization)
       const { network, address } = request.params
       return { network, address, vasp: await node.lookup(network, address) }
     })
 
-    app.post<{ Body: ValidateBody }>('/sandbox/travel-rule-node/transfers/validate', { schema: { hide: true, body: ValidateBody } }, async (request) => {
-      customerOf(request.headers.authorization)
-      const body = request.body
-      const vasp = await node.lookup(body.network, body.address)
-      const self = body.counterparty.type === 'self'
-      const errors: string[] = []
-      if (self && body.proof === undefined) errors.push('A transfer to or from the user\'s own wallet needs a proof that they control it')
-      if (body.proof !== undefined && 'confirmed' in body.proof && !body.proof.confirmed) errors.push('The self-declaration was not confirmed')
-      const person = ivmsPerson(body.counterparty, body.customer)
-      const side = person === undefined ? undefined : body.direction === 'deposit' ? { originator: { originatorPersons: [person] } } : { beneficiary: { beneficiaryPersons: [person] } }
-      const counterpartyName = body.counterparty.type === 'natural' ? `${body.counterparty.firstName} ${body.counterparty.lastName}` : body.counterparty.type === 'legal' ? body.counterparty.name : body.customer.name
-      return {
-        valid: errors.length === 0,
-        errors,
-        status: errors.length === 0 ? 'verified' : 'pending',
-        value: {
-          amountDecimal: body.amountDecimal,
-          asset: body.asset,
-          network: body.network,
-          [body.direction === 'deposit' ? 'source' : 'destination']: body.address,
-          counterparty: { name: counterpartyName, type: self ? 'self' : body.counterparty.type, ...(vasp ? { vasp } : {}) },
-        },
-        ...(side !== undefined ? { ivms101: side } : {}),
-        originatorEqualsBeneficiary: self,
-        ...(vasp ? { [body.direction === 'deposit' ? 'originatorVASPdid' : 'beneficiaryVASPdid']: vasp.did } : {}),
-        ...(body.proof !== undefined ? { proof: { ...body.proof, address: body.address } } : {}),
-      }
+    app.post<{ Body: Static<typeof ValidateBody> }>('/sandbox/travel-rule-node/transfers/validate', { schema: { hide: true, body: ValidateBody } }, async (request) => {
+      node.authenticate(request.headers.authorization)
+      return node.describeTransfer(request.body)
     })
   }
 }
+

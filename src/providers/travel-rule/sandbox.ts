@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
+import { DomainError } from '../../lib/errors.ts'
 import { TravelRuleNodeUnavailableError, type DirectoryEntry, type TransferAssessment, type TravelRuleNode, type TravelRuleTransfer } from './travel-rule-node.ts'
 
 /**
@@ -17,6 +18,37 @@ export const SANDBOX_VASP_ADDRESSES: Record<string, readonly string[]> = {
   bitcoin: ['tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx'],
   ethereum: ['0x00000000000000000000000000000000000000e5'],
   'xrp-ledger': ['rPT1Sjq2YGrBMTttX4GZHjKu9dyfzbpAYe'],
+}
+
+/** The other party of a transfer, as the travel-rule widget's form names it. */
+export type FormParty = { type: 'self' } | { type: 'natural'; firstName: string; lastName: string } | { type: 'legal'; name: string }
+
+/** How the user proves they control their own wallet: a confirmed self-declaration, or a signed attestation. */
+export type OwnershipProof = { type: 'self-declaration'; confirmed: boolean } | { type: string; attestation: string; proof: string; publicKey?: string }
+
+/** What the travel-rule widget's form collected about a transfer: what the node's `transfers/validate` takes. */
+export interface TransferForm {
+  direction: 'deposit' | 'withdrawal'
+  network: string
+  asset: string
+  amountDecimal: number
+  address: string
+  /** The user, as Tessera knows them (an empty name when it knows none). */
+  customer: { name: string; type: 'natural' | 'legal' }
+  counterparty: FormParty
+  proof?: OwnershipProof
+}
+
+/** The IVMS 101 person of the other party; none for the user themself when Tessera knows no name for them. */
+function ivmsPerson(party: FormParty, customer: TransferForm['customer']) {
+  if (party.type === 'self' && customer.name.trim() === '') return undefined
+  if (party.type === 'legal' || (party.type === 'self' && customer.type === 'legal')) {
+    const name = party.type === 'legal' ? party.name : customer.name
+    return { legalPerson: { name: { nameIdentifier: [{ legalPersonName: name, legalPersonNameIdentifierType: 'LEGL' }] } } }
+  }
+  if (party.type === 'natural') return { naturalPerson: { name: { nameIdentifier: [{ primaryIdentifier: party.lastName, secondaryIdentifier: party.firstName, nameIdentifierType: 'LEGL' }] } } }
+  // The user themself: the customer's name as one identifier (Tessera holds the parts).
+  return { naturalPerson: { name: { nameIdentifier: [{ primaryIdentifier: customer.name, nameIdentifierType: 'LEGL' }] } } }
 }
 
 export class SandboxTravelRuleNode implements TravelRuleNode {
@@ -55,6 +87,49 @@ export class SandboxTravelRuleNode implements TravelRuleNode {
       return { organizationId: o, userId: u }
     } catch {
       return null
+    }
+  }
+
+  /**
+   * The customer of a request to the node's own API, from its `Authorization: Bearer <customer token>`; refuses
+   * (`token_invalid`) anything else, a Tessera token included.
+   */
+  authenticate(authorization: string | undefined): { organizationId: string; userId: string } {
+    const token = authorization?.startsWith('Bearer ') ? authorization.slice(7) : undefined
+    const customer = token !== undefined ? this.readCustomerToken(token) : null
+    if (!customer) throw new DomainError('token_invalid', 'The travel-rule node does not know this customer token')
+    return customer
+  }
+
+  /**
+   * The network's description of the transfer the form collected (IVMS 101 persons, the ownership proof, the VASPs
+   * involved): what the widget's page answers the request for information with. A transfer to or from the user's own
+   * wallet is valid only with a proof, and a self-declaration only once confirmed.
+   */
+  async describeTransfer(form: TransferForm): Promise<Record<string, unknown>> {
+    const vasp = await this.lookup(form.network, form.address)
+    const self = form.counterparty.type === 'self'
+    const errors: string[] = []
+    if (self && form.proof === undefined) errors.push('A transfer to or from the user\'s own wallet needs a proof that they control it')
+    if (form.proof !== undefined && 'confirmed' in form.proof && !form.proof.confirmed) errors.push('The self-declaration was not confirmed')
+    const person = ivmsPerson(form.counterparty, form.customer)
+    const side = person === undefined ? undefined : form.direction === 'deposit' ? { originator: { originatorPersons: [person] } } : { beneficiary: { beneficiaryPersons: [person] } }
+    const counterpartyName = form.counterparty.type === 'natural' ? `${form.counterparty.firstName} ${form.counterparty.lastName}` : form.counterparty.type === 'legal' ? form.counterparty.name : form.customer.name
+    return {
+      valid: errors.length === 0,
+      errors,
+      status: errors.length === 0 ? 'verified' : 'pending',
+      value: {
+        amountDecimal: form.amountDecimal,
+        asset: form.asset,
+        network: form.network,
+        [form.direction === 'deposit' ? 'source' : 'destination']: form.address,
+        counterparty: { name: counterpartyName, type: self ? 'self' : form.counterparty.type, ...(vasp ? { vasp } : {}) },
+      },
+      ...(side !== undefined ? { ivms101: side } : {}),
+      originatorEqualsBeneficiary: self,
+      ...(vasp ? { [form.direction === 'deposit' ? 'originatorVASPdid' : 'beneficiaryVASPdid']: vasp.did } : {}),
+      ...(form.proof !== undefined ? { proof: { ...form.proof, address: form.address } } : {}),
     }
   }
 
