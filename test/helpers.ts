@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
-import { randomBytes } from 'node:crypto'
-import { readFileSync } from 'node:fs'
+import { createHash, randomBytes } from 'node:crypto'
+import fs, { readFileSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 import { after, before } from 'node:test'
 import type { InjectOptions } from 'fastify'
 import pg from 'pg'
@@ -118,10 +120,42 @@ export function directUrlOf(url: string): string | undefined {
   return withDatabase(TEST_DATABASE_DIRECT_URL!, located.pathname.slice(1))
 }
 
+/**
+ * An embedded database migrated to the latest version, as a copy of its data directory: every PGlite database of
+ * the suite starts from it rather than from initdb and every migration (≈3 s of CPU each on a busy 2-CPU machine,
+ * ≈0.7 s from the copy). Made once per set of migrations and PGlite version, shared by the test processes through
+ * a file in the temporary directory (written whole, then renamed into place).
+ */
+let migratedSnapshot: Promise<Blob> | undefined
+
+function embeddedSnapshot(): Promise<Blob> {
+  migratedSnapshot ??= (async () => {
+    const migrations = new URL('../src/db/migrations/', import.meta.url)
+    const hash = createHash('sha256')
+    hash.update(readFileSync(new URL('../node_modules/@electric-sql/pglite/package.json', import.meta.url)))
+    for (const name of fs.readdirSync(migrations).sort()) hash.update(name).update(readFileSync(new URL(name, migrations)))
+    const file = path.join(os.tmpdir(), `tessera-test-pglite-${hash.digest('hex').slice(0, 16)}.tar`)
+    if (fs.existsSync(file)) return new Blob([readFileSync(file)])
+    const database = await openDatabase({ databaseUrl: null, databasePoolSize: 1, dataDir: null })
+    try {
+      await migrateToLatest(database)
+      const snapshot = await database.snapshot!()
+      const partial = `${file}.${process.pid}.partial`
+      fs.writeFileSync(partial, Buffer.from(await snapshot.arrayBuffer()))
+      fs.renameSync(partial, file)
+      return snapshot
+    } finally {
+      await database.close()
+    }
+  })()
+  return migratedSnapshot
+}
+
 /** Opens a fresh database on the engine: an in-memory PGlite, or a new database on the test PostgreSQL server. */
 export async function openTestDatabase(engine: Engine, config: Config): Promise<{ database: DatabaseHandle; cleanup: () => Promise<void> }> {
   if (engine === 'pglite') {
-    const database = await openDatabase({ ...config, databaseUrl: null, dataDir: null })
+    const database = await openDatabase({ ...config, databaseUrl: null, dataDir: null, embeddedSnapshot: await embeddedSnapshot() })
+    // Applies nothing to a current copy.
     await migrateToLatest(database)
     return { database, cleanup: async () => {} }
   }
