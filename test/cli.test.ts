@@ -5,7 +5,7 @@ import net from 'node:net'
 import { after, describe, test } from 'node:test'
 import { openDatabase } from '../src/db/database.ts'
 import { ENGINES, USER_IP } from './helpers.ts'
-import { cli, deployment as scratchDeployment, freePort, MAIN, ROOT } from './processes.ts'
+import { cli, deployment as scratchDeployment, freePort, MAIN, processEnv, ROOT } from './processes.ts'
 
 /** A deployment that can serve: its own data directory, database and port. */
 async function deployment(engine: string): Promise<{ env: Record<string, string>; dataDir: string; cleanup: () => Promise<void> }> {
@@ -25,7 +25,7 @@ interface Server {
 /** Starts `serve` and resolves once the banner is printed (the server is listening by then). */
 function serve(env: Record<string, string>): Promise<Server> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, 'serve'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } })
+    const child = spawn(process.execPath, [MAIN, 'serve'], { cwd: ROOT, env: processEnv(env) })
     const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)))
     let stderr = ''
     child.stderr.on('data', (chunk: Buffer) => {

@@ -17,12 +17,14 @@ export interface Run {
 }
 
 /**
- * The environment of a child process: `env`, PATH, and (through the suite's PgBouncer) DATABASE_DIRECT_URL for its
- * DATABASE_URL, as an operator sets both behind a transaction-pooling proxy.
+ * The environment of a child process: `env`, PATH, the suite's compile cache (NODE_COMPILE_CACHE, set by
+ * test/run.ts), and (through the suite's PgBouncer) DATABASE_DIRECT_URL for its DATABASE_URL, as an operator sets
+ * both behind a transaction-pooling proxy.
  */
 export function processEnv(env: Record<string, string>): Record<string, string> {
   const direct = env.DATABASE_URL && !env.DATABASE_DIRECT_URL ? directUrlOf(env.DATABASE_URL) : undefined
-  return { PATH: process.env.PATH ?? '', ...(direct ? { DATABASE_DIRECT_URL: direct } : {}), ...env }
+  const cache = process.env.NODE_COMPILE_CACHE
+  return { PATH: process.env.PATH ?? '', ...(cache ? { NODE_COMPILE_CACHE: cache } : {}), ...(direct ? { DATABASE_DIRECT_URL: direct } : {}), ...env }
 }
 
 /** Runs `tessera <args>` to its end with only the given environment (and PATH). */

@@ -6,7 +6,7 @@ import { sql } from 'kysely'
 import { POSTGRES_ONLY } from './crash.ts'
 import { basicAuth, bearer, ENGINES, startApp, type TestContext, type TestResponse } from './helpers.ts'
 import { OpenApiValidator } from './openapi-validator.ts'
-import { deployment, freePort, MAIN, ROOT } from './processes.ts'
+import { deployment, freePort, MAIN, processEnv, ROOT } from './processes.ts'
 import { startLoggedApp } from './secrecy.ts'
 
 const FORM = 'application/x-www-form-urlencoded'
@@ -186,7 +186,7 @@ interface ApiProcess {
 /** `tessera serve --role api`, as an operator runs each API process behind a load balancer. */
 function serveApi(env: Record<string, string>): Promise<ApiProcess> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, 'serve', '--role', 'api'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } })
+    const child = spawn(process.execPath, [MAIN, 'serve', '--role', 'api'], { cwd: ROOT, env: processEnv(env) })
     const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)))
     let stderr = ''
     const timer = setTimeout(() => {

@@ -6,6 +6,7 @@
  */
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 
 const root = path.resolve(import.meta.dirname, '..')
@@ -54,7 +55,9 @@ process.stdout.write(`Engines: ${engines}. Browser tests: ${browser ? 'on' : `of
 const child = spawn(process.execPath, ['--test', '--test-reporter=spec', '--test-concurrency=2', '--test-timeout=600000', ...files], {
   cwd: root,
   stdio: 'inherit',
-  env: { ...process.env, CHROMIUM_PATH: chromium },
+  // Node's compile cache (kept across runs, keyed by each file's contents) spares every test process and every server
+  // or command a test starts most of the ~1 s it spends loading Tessera's modules.
+  env: { NODE_COMPILE_CACHE: path.join(os.tmpdir(), 'tessera-test-compile-cache'), ...process.env, CHROMIUM_PATH: chromium },
   // Its own process group, so that the test files it runs can be stopped with it.
   detached: true,
 })

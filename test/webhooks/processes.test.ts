@@ -9,7 +9,7 @@ import { buildApp } from '../../src/app.ts'
 import { migrateToLatest, openDatabase } from '../../src/db/database.ts'
 import { loadOrCreateSecrets } from '../../src/lib/data-dir.ts'
 import { basicAuth, individualUser, localContext, TEST_DATABASE_URL, testConfig, type TestContext } from '../helpers.ts'
-import { MAIN, ROOT, scratchDatabase } from '../processes.ts'
+import { MAIN, processEnv, ROOT, scratchDatabase } from '../processes.ts'
 import { createEndpoint, messagesOf, openPortal, secretOf } from './portal.ts'
 import { Receiver } from './receiver.ts'
 
@@ -22,7 +22,7 @@ interface Worker {
 
 function startWorker(env: Record<string, string>): Promise<Worker> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, 'serve', '--role', 'worker'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } })
+    const child = spawn(process.execPath, [MAIN, 'serve', '--role', 'worker'], { cwd: ROOT, env: processEnv(env) })
     const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)))
     let stderr = ''
     child.stderr.on('data', (chunk: Buffer) => {
