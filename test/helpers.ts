@@ -249,7 +249,17 @@ async function assemble(
   existingClient?: ClientCredentials,
   appOptions: AppOptions = {},
 ): Promise<TestContext> {
-  const { app, services } = await buildApp({ config, database, secrets, onClose: cleanup, ...(appOptions.logger ? { logger: appOptions.logger } : {}) })
+  let built: Awaited<ReturnType<typeof buildApp>>
+  try {
+    built = await buildApp({ config, database, secrets, onClose: cleanup, ...(appOptions.logger ? { logger: appOptions.logger } : {}) })
+  } catch (error) {
+    // An app that refuses to start (a test of a bad configuration) leaves nothing open behind it: an open embedded
+    // database would keep the test file's process alive after its tests.
+    await database.close()
+    await cleanup()
+    throw error
+  }
+  const { app, services } = built
 
   const docResponse = await app.inject({ method: 'GET', url: '/openapi.json' })
   assert.equal(docResponse.statusCode, 200)
