@@ -27,7 +27,7 @@ const Proof = Type.Union([
   ),
 ])
 
-/** The form as the route validates it, in the shape the node's `describeTransfer` takes (`TransferForm`). */
+/** The form as the route validates it: the widget's `ValidateRequest` (widgets/travel-rule-widget/types.ts). */
 const ValidateBody = Type.Object(
   {
     direction: Type.Union([Type.Literal('deposit'), Type.Literal('withdrawal')]),

@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
+import type { Counterparty, Customer, ValidateRequest } from '../../../widgets/travel-rule-widget/types.ts'
 import { DomainError } from '../../lib/errors.ts'
 import { TravelRuleNodeUnavailableError, type DirectoryEntry, type TransferAssessment, type TravelRuleNode, type TravelRuleTransfer } from './travel-rule-node.ts'
 
@@ -20,27 +21,8 @@ export const SANDBOX_VASP_ADDRESSES: Record<string, readonly string[]> = {
   'xrp-ledger': ['rPT1Sjq2YGrBMTttX4GZHjKu9dyfzbpAYe'],
 }
 
-/** The other party of a transfer, as the travel-rule widget's form names it. */
-export type FormParty = { type: 'self' } | { type: 'natural'; firstName: string; lastName: string } | { type: 'legal'; name: string }
-
-/** How the user proves they control their own wallet: a confirmed self-declaration, or a signed attestation. */
-export type OwnershipProof = { type: 'self-declaration'; confirmed: boolean } | { type: string; attestation: string; proof: string; publicKey?: string }
-
-/** What the travel-rule widget's form collected about a transfer: what the node's `transfers/validate` takes. */
-export interface TransferForm {
-  direction: 'deposit' | 'withdrawal'
-  network: string
-  asset: string
-  amountDecimal: number
-  address: string
-  /** The user, as Tessera knows them (an empty name when it knows none). */
-  customer: { name: string; type: 'natural' | 'legal' }
-  counterparty: FormParty
-  proof?: OwnershipProof
-}
-
 /** The IVMS 101 person of the other party; none for the user themself when Tessera knows no name for them. */
-function ivmsPerson(party: FormParty, customer: TransferForm['customer']) {
+function ivmsPerson(party: Counterparty, customer: Customer) {
   if (party.type === 'self' && customer.name.trim() === '') return undefined
   if (party.type === 'legal' || (party.type === 'self' && customer.type === 'legal')) {
     const name = party.type === 'legal' ? party.name : customer.name
@@ -106,7 +88,7 @@ export class SandboxTravelRuleNode implements TravelRuleNode {
    * involved): what the widget's page answers the request for information with. A transfer to or from the user's own
    * wallet is valid only with a proof, and a self-declaration only once confirmed.
    */
-  async describeTransfer(form: TransferForm): Promise<Record<string, unknown>> {
+  async describeTransfer(form: ValidateRequest): Promise<Record<string, unknown>> {
     const vasp = await this.lookup(form.network, form.address)
     const self = form.counterparty.type === 'self'
     const errors: string[] = []
