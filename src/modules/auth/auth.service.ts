@@ -9,6 +9,7 @@ import {
   type Principal,
   type RouteAuth,
 } from '../../http/principal.ts'
+import { bearerToken } from '../../lib/bearer.ts'
 import { DomainError, notFound, OAuthError, requestInvalid } from '../../lib/errors.ts'
 import type { ClientsService } from './clients.service.ts'
 import { grantedScopes } from './clients.service.ts'
@@ -197,8 +198,8 @@ export class AuthService {
 
   /** Refuses with `token_invalid` or `token_expired`; the edge adds the RFC 6750 `WWW-Authenticate` challenge. */
   private async verifyBearer(authorization: string | undefined): Promise<AccessTokenClaims> {
-    // The scheme is case-insensitive (RFC 9110 §11.1); the token's own syntax is checked by its verification.
-    const token = authorization !== undefined && /^bearer /i.test(authorization) ? authorization.slice(7).trim() : ''
+    // The token's own syntax is checked by its verification.
+    const token = bearerToken(authorization)
     if (token === '') {
       throw new DomainError('token_invalid', 'The access token is invalid')
     }

@@ -58,4 +58,3 @@ export function sandboxTravelRuleNodeRoutes(node: SandboxTravelRuleNode) {
     })
   }
 }
-

@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import type { Counterparty, Customer, ValidateRequest } from '../../../widgets/travel-rule-widget/types.ts'
+import { bearerToken } from '../../lib/bearer.ts'
 import { DomainError } from '../../lib/errors.ts'
 import { TravelRuleNodeUnavailableError, type DirectoryEntry, type TransferAssessment, type TravelRuleNode, type TravelRuleTransfer } from './travel-rule-node.ts'
 
@@ -77,8 +78,8 @@ export class SandboxTravelRuleNode implements TravelRuleNode {
    * (`token_invalid`) anything else, a Tessera token included.
    */
   authenticate(authorization: string | undefined): { organizationId: string; userId: string } {
-    const token = authorization?.startsWith('Bearer ') ? authorization.slice(7) : undefined
-    const customer = token !== undefined ? this.readCustomerToken(token) : null
+    const token = bearerToken(authorization)
+    const customer = token !== '' ? this.readCustomerToken(token) : null
     if (!customer) throw new DomainError('token_invalid', 'The travel-rule node does not know this customer token')
     return customer
   }
